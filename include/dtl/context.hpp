@@ -1,0 +1,304 @@
+// dtl — PyTorchTrialContext: what a trial uses to wrap its models, optimizers and schedulers,
+// run backward and optimizer steps (with gradient aggregation and clipping), read
+// hyperparameters, and ask where training stands. Built by dtl::init (see init.hpp).
+#ifndef DTL_CONTEXT_HPP
+#define DTL_CONTEXT_HPP
+
+#include <torch/torch.h>
+
+#include <dtl/config/experiment_config.hpp>
+#include <dtl/config/hparams.hpp>
+#include <dtl/data/batch.hpp>
+#include <dtl/errors.hpp>
+#include <dtl/lr_scheduler.hpp>
+#include <dtl/units.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace dtl {
+
+template <class Trial>
+class Trainer;
+namespace detail {
+struct CheckpointAccess;
+}
+
+/// Gradient clipping for step_optimizer (Determined's `clip_grads=lambda params: ...`).
+///   ctx.step_optimizer(opt, dtl::clip_grad_norm(1.0));
+[[nodiscard]] inline auto clip_grad_norm(double max_norm, double norm_type = 2.0) {
+  return [=](const std::vector<torch::Tensor>& params) { torch::nn::utils::clip_grad_norm_(params, max_norm, norm_type); };
+}
+[[nodiscard]] inline auto clip_grad_value(double clip_value) {
+  return [=](const std::vector<torch::Tensor>& params) { torch::nn::utils::clip_grad_value_(params, clip_value); };
+}
+
+/// No gradient clipping (step_optimizer's default).
+struct NoClip {};
+
+/// Where this process sits in a (possibly single-process) distributed run.
+struct DistributedContext {
+  std::int64_t rank = 0;
+  std::int64_t size = 1;
+  std::int64_t local_rank = 0;
+  [[nodiscard]] bool is_chief() const noexcept { return rank == 0; }
+};
+
+/// What the command line asked of fit(); it overrides fit's arguments from code.
+struct RunOverrides {
+  std::optional<LengthSpec> max_length;
+  bool test_mode = false;
+  std::optional<std::string> resume;  ///< "latest" or a checkpoint directory
+};
+
+namespace detail {
+struct ContextSetup {
+  nlohmann::json hparams = nlohmann::json::object();
+  std::optional<ExperimentConfig> config;
+  std::uint64_t trial_seed = 0;
+  torch::Device device = torch::kCPU;
+  std::int64_t aggregation_frequency = 1;
+  bool average_aggregated_gradients = true;
+  DistributedContext distributed{};
+  std::filesystem::path run_dir;
+  RunOverrides overrides{};
+};
+}  // namespace detail
+
+/// The trial's view of the harness (Determined's `det.pytorch.PyTorchTrialContext`).
+class PyTorchTrialContext {
+ public:
+  explicit PyTorchTrialContext(detail::ContextSetup setup) : s_(std::move(setup)) {
+    if (s_.aggregation_frequency < 1)
+      throw ConfigError("dtl: aggregation_frequency must be >= 1 (got " + std::to_string(s_.aggregation_frequency) + ")");
+  }
+  PyTorchTrialContext(const PyTorchTrialContext&) = delete;
+  PyTorchTrialContext& operator=(const PyTorchTrialContext&) = delete;
+
+  // ---- wrapping -------------------------------------------------------------------------
+
+  /// Registers a model (a ModuleHolder such as `torch::nn::Linear`, a `TORCH_MODULE` type, or a
+  /// `std::shared_ptr<Module>`), moves it to `device()`, and returns it. Checkpoints save
+  /// models in wrap order.
+  template <class M>
+  M wrap_model(M model) {
+    std::shared_ptr<torch::nn::Module> base;
+    if constexpr (requires { model.ptr(); })
+      base = model.ptr();
+    else
+      base = model;
+    base->to(s_.device);
+    models_.push_back(std::move(base));
+    return model;
+  }
+
+  /// Registers an optimizer and returns a shared handle to it (pass it to step_optimizer and
+  /// to LR schedulers). `backward_passes_per_step` is accepted for Determined parity; gradient
+  /// aggregation across batches is `aggregation_frequency` (dtl::init).
+  template <class O>
+    requires std::derived_from<O, torch::optim::Optimizer>
+  std::shared_ptr<O> wrap_optimizer(O optimizer, std::int64_t backward_passes_per_step = 1) {
+    return wrap_optimizer(std::make_shared<O>(std::move(optimizer)), backward_passes_per_step);
+  }
+  template <class O>
+    requires std::derived_from<O, torch::optim::Optimizer>
+  std::shared_ptr<O> wrap_optimizer(std::shared_ptr<O> optimizer, std::int64_t backward_passes_per_step = 1) {
+    if (backward_passes_per_step < 1)
+      throw InvalidExperimentException("dtl: wrap_optimizer: backward_passes_per_step must be >= 1");
+    OptimizerEntry e{optimizer, {}};
+    for (const auto& group : optimizer->param_groups())
+      for (const auto& p : group.params()) e.params.push_back(p);
+    optimizers_.push_back(std::move(e));
+    return optimizer;
+  }
+
+  /// Registers an LR scheduler that the Trainer steps per `step_mode` every `frequency` units,
+  /// and returns it (Determined returns the original scheduler too).
+  template <LRSchedulerLike S>
+  std::shared_ptr<S> wrap_lr_scheduler(S scheduler, StepMode step_mode, std::int64_t frequency = 1) {
+    return wrap_lr_scheduler(std::make_shared<S>(std::move(scheduler)), step_mode, frequency);
+  }
+  template <LRSchedulerLike S>
+  std::shared_ptr<S> wrap_lr_scheduler(std::shared_ptr<S> scheduler, StepMode step_mode, std::int64_t frequency = 1) {
+    if (frequency < 1) throw InvalidExperimentException("dtl: wrap_lr_scheduler: frequency must be >= 1");
+    LRSchedulerEntry e{scheduler, [](void* s) { static_cast<S*>(s)->step(); }, step_mode, frequency, nullptr, nullptr};
+    if constexpr (std::derived_from<S, lr::LRScheduler>) {
+      e.save = [](const void* s) { return static_cast<const S*>(s)->state_dict(); };
+      e.load = [](void* s, const nlohmann::json& j) { static_cast<S*>(s)->load_state_dict(j); };
+    }
+    lr_schedulers_.push_back(std::move(e));
+    return scheduler;
+  }
+
+  // ---- the optimization step ---------------------------------------------------------------
+
+  /// `loss.backward(...)`, as Determined's `context.backward`.
+  void backward(const torch::Tensor& loss, const torch::Tensor& gradient = {},
+                std::optional<bool> retain_graph = std::nullopt, bool create_graph = false) {
+    loss.backward(gradient, retain_graph ? c10::optional<bool>(*retain_graph) : c10::nullopt, create_graph);
+  }
+
+  /// Steps `optimizer` on batches where gradients are due (every `aggregation_frequency`-th
+  /// batch), first averaging the aggregated gradients and applying `clip_grads(params)`; then
+  /// zeroes the gradients unless `auto_zero_grads` is false. On other batches it does nothing,
+  /// so gradients keep accumulating.
+  template <class O, class Clip = NoClip>
+  void step_optimizer(const std::shared_ptr<O>& optimizer, Clip clip_grads = {}, bool auto_zero_grads = true) {
+    if (s_.aggregation_frequency > 1 && !auto_zero_grads)
+      throw InvalidExperimentException(
+          "dtl: step_optimizer(auto_zero_grads=false) cannot be combined with aggregation_frequency > 1: "
+          "aggregated gradients must be zeroed after each step");
+    if (!is_update_batch()) return;
+    auto& entry = find_optimizer(optimizer.get());
+    if (s_.aggregation_frequency > 1 && s_.average_aggregated_gradients) {
+      torch::NoGradGuard no_grad;
+      for (auto& p : entry.params)
+        if (p.grad().defined()) p.mutable_grad().div_(static_cast<double>(s_.aggregation_frequency));
+    }
+    if constexpr (!std::is_same_v<Clip, NoClip>) clip_grads(entry.params);
+    optimizer->step();
+    if (auto_zero_grads) optimizer->zero_grad();
+  }
+
+  /// Moves a nested batch to `device()` (the Trainer does this before train_batch).
+  template <class B>
+  [[nodiscard]] std::remove_cvref_t<B> to_device(B&& batch) const {
+    return dtl::to_device(std::forward<B>(batch), s_.device);
+  }
+
+  // ---- hyperparameters and configuration -------------------------------------------------
+
+  /// A hyperparameter converted to T; a missing or mistyped one is a ConfigError naming it.
+  ///   double lr = ctx.get_hparam<double>("lr");
+  template <class T>
+  [[nodiscard]] T get_hparam(std::string_view name) const {
+    return detail::hparam_as<T>(s_.hparams, name);
+  }
+  [[nodiscard]] const nlohmann::json& get_hparams() const noexcept { return s_.hparams; }
+  /// The experiment config as given (null when there is none), like Determined's dict.
+  [[nodiscard]] const nlohmann::json& get_experiment_config() const noexcept {
+    static const nlohmann::json none = nullptr;
+    return s_.config ? s_.config->raw : none;
+  }
+  /// The parsed experiment config, when one was given.
+  [[nodiscard]] const std::optional<ExperimentConfig>& experiment_config() const noexcept { return s_.config; }
+
+  /// `global_batch_size / slots`, as Determined (the hparam `global_batch_size` must be set).
+  [[nodiscard]] std::int64_t get_per_slot_batch_size() const {
+    auto gbs = get_hparam<std::int64_t>("global_batch_size");
+    if (gbs < s_.distributed.size)
+      throw ConfigError("dtl: global_batch_size (" + std::to_string(gbs) + ") is smaller than the number of slots (" +
+                        std::to_string(s_.distributed.size) + ")");
+    return gbs / s_.distributed.size;
+  }
+  [[nodiscard]] std::int64_t get_global_batch_size() const {
+    return get_per_slot_batch_size() * s_.distributed.size;
+  }
+
+  [[nodiscard]] std::uint64_t get_trial_seed() const noexcept { return s_.trial_seed; }
+  [[nodiscard]] std::int64_t get_initial_batch() const noexcept { return initial_batch_; }
+  [[nodiscard]] const torch::Device& device() const noexcept { return s_.device; }
+  [[nodiscard]] const DistributedContext& distributed() const noexcept { return s_.distributed; }
+  [[nodiscard]] std::int64_t aggregation_frequency() const noexcept { return s_.aggregation_frequency; }
+  [[nodiscard]] const std::filesystem::path& run_dir() const noexcept { return s_.run_dir; }
+  [[nodiscard]] const RunOverrides& run_overrides() const noexcept { return s_.overrides; }
+
+  // ---- where training stands ---------------------------------------------------------------
+
+  [[nodiscard]] std::int64_t current_train_batch() const {
+    require_training("current_train_batch");
+    return batch_idx_;
+  }
+  [[nodiscard]] std::int64_t current_train_epoch() const {
+    require_training("current_train_epoch");
+    return batch_idx_ / epoch_len_;
+  }
+  [[nodiscard]] bool is_epoch_start() const {
+    require_training("is_epoch_start");
+    return batch_idx_ % epoch_len_ == 0;
+  }
+  [[nodiscard]] bool is_epoch_end() const {
+    require_training("is_epoch_end");
+    return batch_idx_ % epoch_len_ == epoch_len_ - 1;
+  }
+  /// Ask the Trainer to stop at the next workload boundary (after checkpointing).
+  void set_stop_requested(bool stop) noexcept { stop_requested_ = stop; }
+  [[nodiscard]] bool get_stop_requested() const noexcept { return stop_requested_; }
+
+  [[nodiscard]] const std::vector<std::shared_ptr<torch::nn::Module>>& models() const noexcept { return models_; }
+
+ private:
+  template <class Trial>
+  friend class Trainer;
+  friend struct detail::CheckpointAccess;
+
+  struct OptimizerEntry {
+    std::shared_ptr<torch::optim::Optimizer> optimizer;
+    std::vector<torch::Tensor> params;  // flat, gathered once: what clip_grads receives
+  };
+  struct LRSchedulerEntry {
+    std::shared_ptr<void> scheduler;
+    void (*step)(void*);
+    StepMode mode;
+    std::int64_t frequency;
+    nlohmann::json (*save)(const void*);  // null: the scheduler keeps no state dtl can save
+    void (*load)(void*, const nlohmann::json&);
+  };
+
+  [[nodiscard]] bool is_update_batch() const noexcept { return (batch_idx_ + 1) % s_.aggregation_frequency == 0; }
+
+  OptimizerEntry& find_optimizer(const torch::optim::Optimizer* opt) {
+    for (auto& e : optimizers_)
+      if (e.optimizer.get() == opt) return e;
+    throw InvalidExperimentException("dtl: step_optimizer: this optimizer was not registered with wrap_optimizer");
+  }
+
+  void require_training(const char* what) const {
+    if (epoch_len_ == 0)
+      throw InternalException(std::string("dtl: context.") + what + "() is only meaningful during training");
+  }
+
+  /// Determined's LR auto-stepping after train_batch (semantics §2.5).
+  void step_lr_schedulers(std::int64_t b) {
+    if (lr_schedulers_.empty() || !is_update_batch()) return;
+    const auto a = s_.aggregation_frequency;
+    for (auto& e : lr_schedulers_) {
+      switch (e.mode) {
+        case StepMode::every_batch:
+          for (auto i = b - a + 1; i <= b; ++i)
+            if ((i + 1) % e.frequency == 0) e.step(e.scheduler.get());
+          break;
+        case StepMode::every_optimizer_step:  // counts batches, as Determined's code does
+          if ((b + 1) % e.frequency == 0) e.step(e.scheduler.get());
+          break;
+        case StepMode::every_epoch:
+          for (auto ep = b / epoch_len_; ep < (b + a) / epoch_len_; ++ep)
+            if ((ep + 1) % e.frequency == 0) e.step(e.scheduler.get());
+          break;
+        case StepMode::manual: break;
+      }
+    }
+  }
+
+  detail::ContextSetup s_;
+  std::vector<std::shared_ptr<torch::nn::Module>> models_;
+  std::vector<OptimizerEntry> optimizers_;
+  std::vector<LRSchedulerEntry> lr_schedulers_;
+  std::int64_t batch_idx_ = 0;
+  std::int64_t epoch_len_ = 0;  // 0 until training starts
+  std::int64_t initial_batch_ = 0;
+  bool stop_requested_ = false;
+};
+
+}  // namespace dtl
+
+#endif  // DTL_CONTEXT_HPP

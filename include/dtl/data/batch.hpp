@@ -1,0 +1,122 @@
+// dtl — nested batches: a tensor, a number, or a tuple / pair / vector / array / map<string, …>
+// of those, nested in any mix (the structures Determined's to_device and data_length accept).
+// `to_device` moves every tensor; `data_length` finds the batch size.
+#ifndef DTL_DATA_BATCH_HPP
+#define DTL_DATA_BATCH_HPP
+
+#include <torch/torch.h>
+
+#include <dtl/errors.hpp>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace dtl {
+namespace detail {
+
+template <class T> struct is_tuple_like : std::false_type {};
+template <class... Ts> struct is_tuple_like<std::tuple<Ts...>> : std::true_type {};
+template <class A, class B> struct is_tuple_like<std::pair<A, B>> : std::true_type {};
+template <class T, std::size_t N> struct is_tuple_like<std::array<T, N>> : std::true_type {};
+
+template <class T> struct is_vector : std::false_type {};
+template <class T, class A> struct is_vector<std::vector<T, A>> : std::true_type {};
+
+template <class T> struct is_string_map : std::false_type {};
+template <class V, class C, class A> struct is_string_map<std::map<std::string, V, C, A>> : std::true_type {};
+template <class V, class H, class E, class A>
+struct is_string_map<std::unordered_map<std::string, V, H, E, A>> : std::true_type {};
+
+template <class T>
+inline constexpr bool is_tensor_v = std::is_same_v<std::remove_cvref_t<T>, torch::Tensor>;
+
+/// Does a structure contain a tensor anywhere (decided from the type alone)?
+template <class T>
+constexpr bool contains_tensor() {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (is_tensor_v<U>) {
+    return true;
+  } else if constexpr (is_tuple_like<U>::value) {
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      return (contains_tensor<std::tuple_element_t<I, U>>() || ...);
+    }(std::make_index_sequence<std::tuple_size_v<U>>{});
+  } else if constexpr (is_vector<U>::value) {
+    return contains_tensor<typename U::value_type>();
+  } else if constexpr (is_string_map<U>::value) {
+    return contains_tensor<typename U::mapped_type>();
+  } else {
+    return false;
+  }
+}
+
+}  // namespace detail
+
+/// Moves every tensor of a nested batch to `device`; everything else passes through unchanged.
+/// Tensors already there are not copied. `non_blocking` overlaps a copy from pinned memory.
+///   auto batch = dtl::to_device(std::move(batch), torch::kCUDA);
+template <class T>
+[[nodiscard]] std::remove_cvref_t<T> to_device(T&& data, const torch::Device& device, bool non_blocking = false) {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (!detail::contains_tensor<U>()) {
+    return std::forward<T>(data);
+  } else if constexpr (detail::is_tensor_v<U>) {
+    if (!data.defined() || data.device() == device) return std::forward<T>(data);
+    return data.to(device, non_blocking);
+  } else if constexpr (detail::is_tuple_like<U>::value) {
+    return std::apply(
+        [&](auto&&... xs) { return U{to_device(std::forward<decltype(xs)>(xs), device, non_blocking)...}; },
+        std::forward<T>(data));
+  } else {  // vector or string map
+    U out = std::forward<T>(data);
+    if constexpr (detail::is_vector<U>::value) {
+      for (auto& x : out) x = to_device(std::move(x), device, non_blocking);
+    } else {
+      for (auto& [k, v] : out) v = to_device(std::move(v), device, non_blocking);
+    }
+    return out;
+  }
+}
+
+/// The number of records in a batch: the first dimension of its first tensor, searched
+/// depth-first. Unlike Determined's `data_length` this recurses, so `{"x": [t, …]}` and
+/// `(map, tensor)` work; a vector of plain values counts its elements.
+template <class T>
+[[nodiscard]] std::int64_t data_length(const T& data) {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (detail::is_tensor_v<U>) {
+    if (!data.defined() || data.dim() == 0)
+      throw DataError("dtl: data_length: a batch's first tensor must have a batch dimension (got a 0-d tensor)");
+    return data.size(0);
+  } else if constexpr (detail::is_tuple_like<U>::value) {
+    if constexpr (std::tuple_size_v<U> == 0) {
+      throw DataError("dtl: data_length: empty tuple");
+    } else {
+      return data_length(std::get<0>(data));
+    }
+  } else if constexpr (detail::is_vector<U>::value) {
+    if (data.empty()) throw DataError("dtl: data_length: empty list has no batch size");
+    if constexpr (detail::contains_tensor<typename U::value_type>())
+      return data_length(data.front());
+    else
+      return static_cast<std::int64_t>(data.size());
+  } else if constexpr (detail::is_string_map<U>::value) {
+    if (data.empty()) throw DataError("dtl: data_length: empty map has no batch size");
+    return data_length(data.begin()->second);
+  } else {
+    static_assert(detail::contains_tensor<U>(),
+                  "dtl: data_length: this batch type holds no tensor, so its length is unknown; "
+                  "override get_batch_length(batch) in your trial");
+    return 0;
+  }
+}
+
+}  // namespace dtl
+
+#endif  // DTL_DATA_BATCH_HPP

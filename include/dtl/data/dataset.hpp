@@ -1,0 +1,101 @@
+// dtl — datasets: the Dataset concept (size + get), TensorDataset, and a transform adaptor.
+#ifndef DTL_DATA_DATASET_HPP
+#define DTL_DATA_DATASET_HPP
+
+#include <torch/torch.h>
+
+#include <dtl/errors.hpp>
+
+#include <concepts>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace dtl {
+
+/// A map-style dataset: `size()` examples, `get(i)` returns example i (any collatable type).
+/// Copies should be cheap (hold tensors or a shared_ptr): loaders keep one by value.
+namespace detail {
+template <std::size_t>
+using tensor_for = torch::Tensor;
+template <std::size_t N, class = std::make_index_sequence<N>>
+struct tensor_tuple;
+template <std::size_t N, std::size_t... I>
+struct tensor_tuple<N, std::index_sequence<I...>> {
+  using type = std::tuple<tensor_for<I>...>;
+};
+}  // namespace detail
+
+template <class D>
+concept Dataset = requires(const D& d, std::int64_t i) {
+  { d.size() } -> std::convertible_to<std::int64_t>;
+  d.get(i);
+};
+
+/// A dataset that can also fetch a whole batch at once (`get_batch(indices)`), which the
+/// DataLoader then uses instead of `get` + collate: one gather instead of `batch_size` copies.
+template <class D>
+concept BatchedDataset = Dataset<D> && requires(const D& d, std::span<const std::int64_t> idx) {
+  d.get_batch(idx);
+};
+
+template <Dataset D>
+using example_t = std::remove_cvref_t<decltype(std::declval<const D&>().get(std::int64_t{}))>;
+
+/// Tensors that share their first dimension; example i is the tuple of their i-th rows.
+///   dtl::TensorDataset data(images, labels);   // batch: std::tuple<Tensor, Tensor>
+template <std::size_t N>
+class TensorDataset {
+ public:
+  template <class... Ts>
+    requires(sizeof...(Ts) == N && (std::same_as<std::remove_cvref_t<Ts>, torch::Tensor> && ...))
+  explicit TensorDataset(Ts&&... tensors) : tensors_{std::forward<Ts>(tensors)...} {
+    std::apply(
+        [](const auto& first, const auto&... rest) {
+          if (first.dim() == 0) throw DataError("dtl::TensorDataset: tensors need a first (example) dimension");
+          if (((rest.dim() == 0 || rest.size(0) != first.size(0)) || ...))
+            throw DataError("dtl::TensorDataset: all tensors must have the same first dimension (" +
+                            std::to_string(first.size(0)) + " examples in the first)");
+        },
+        tensors_);
+  }
+
+  [[nodiscard]] std::int64_t size() const { return std::get<0>(tensors_).size(0); }
+  [[nodiscard]] auto get(std::int64_t i) const {
+    return std::apply([i](const auto&... t) { return std::tuple{t[i]...}; }, tensors_);
+  }
+  [[nodiscard]] auto get_batch(std::span<const std::int64_t> idx) const {
+    // from_blob borrows the sampler's buffer: no copy of the indices.
+    auto index = torch::from_blob(const_cast<std::int64_t*>(idx.data()),  // NOLINT: read-only use
+                                  {static_cast<std::int64_t>(idx.size())}, torch::kLong);
+    return std::apply([&](const auto&... t) { return std::tuple{t.index_select(0, index)...}; }, tensors_);
+  }
+  [[nodiscard]] const auto& tensors() const noexcept { return tensors_; }
+
+ private:
+  typename detail::tensor_tuple<N>::type tensors_;
+};
+
+template <class... Ts>
+TensorDataset(Ts&&...) -> TensorDataset<sizeof...(Ts)>;
+
+/// A dataset whose examples are `fn(base.get(i))`: per-example transforms and augmentation.
+///   auto normalized = dtl::MapDataset(raw, [](auto ex) { auto [x, y] = ex; return std::tuple{x / 255.0, y}; });
+template <Dataset Base, class Fn>
+class MapDataset {
+ public:
+  MapDataset(Base base, Fn fn) : base_(std::move(base)), fn_(std::move(fn)) {}
+  [[nodiscard]] std::int64_t size() const { return static_cast<std::int64_t>(base_.size()); }
+  [[nodiscard]] auto get(std::int64_t i) const { return fn_(base_.get(i)); }
+
+ private:
+  Base base_;
+  Fn fn_;
+};
+
+}  // namespace dtl
+
+#endif  // DTL_DATA_DATASET_HPP

@@ -1,0 +1,35 @@
+// dtl — errors. Every error dtl raises is one of these, each message naming the problem and the fix.
+#ifndef DTL_ERRORS_HPP
+#define DTL_ERRORS_HPP
+
+#include <stdexcept>
+#include <string>
+
+namespace dtl {
+
+/// A bad command line, config file or hyperparameter: reported before any work starts.
+/// `dtl::init` turns it into one error line on stderr and exit status 2.
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// The trial breaks Determined's contract in a way the compiler could not see
+/// (Determined's InvalidExperimentException).
+struct InvalidExperimentException : std::logic_error {
+  using std::logic_error::logic_error;
+};
+
+/// A context accessor was called when its answer does not exist yet (Determined's
+/// InternalException), e.g. `current_train_batch()` before training started.
+struct InternalException : std::logic_error {
+  using std::logic_error::logic_error;
+};
+
+/// Data that cannot be used: an empty dataset or validation shard, a missing data file.
+struct DataError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace dtl
+
+#endif  // DTL_ERRORS_HPP

@@ -1,0 +1,166 @@
+// dtl — dtl::init: builds the PyTorchTrialContext from code, an experiment config and the command
+// line (Determined's `det.pytorch.init()`), seeds torch, and chooses the run directory.
+#ifndef DTL_INIT_HPP
+#define DTL_INIT_HPP
+
+#include <torch/torch.h>
+
+#include <dtl/config/command_line.hpp>
+#include <dtl/config/experiment_config.hpp>
+#include <dtl/config/hparams.hpp>
+#include <dtl/context.hpp>
+#include <dtl/errors.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <random>
+#include <string>
+
+namespace dtl {
+
+/// What code passes to dtl::init; the experiment config overrides it and the command line
+/// overrides both.
+struct InitOptions {
+  nlohmann::json hparams = nlohmann::json::object();  ///< defaults for hyperparameters
+  std::optional<std::filesystem::path> config;        ///< an experiment config (YAML or JSON)
+  std::int64_t aggregation_frequency = 1;             ///< batches per optimizer step
+  bool average_aggregated_gradients = true;
+  std::optional<std::uint64_t> seed;                  ///< trial seed; random (and printed) if unset
+  std::optional<torch::Device> device;                ///< default: cuda:0 when available, else cpu
+  std::optional<std::filesystem::path> run_dir;       ///< default: runs/<timestamp>
+};
+
+namespace detail {
+
+inline std::atomic<bool>& stop_signal_flag() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+inline bool stop_signal_received() noexcept { return stop_signal_flag().load(std::memory_order_relaxed); }
+
+/// SIGINT / SIGTERM ask for a graceful stop: the Trainer checkpoints at the next workload
+/// boundary and returns. A second signal kills the process as usual.
+inline void install_stop_signal_handlers() {
+  auto handler = +[](int sig) {
+    stop_signal_flag().store(true);
+    std::signal(sig, SIG_DFL);
+  };
+  std::signal(SIGINT, handler);
+  std::signal(SIGTERM, handler);
+}
+
+inline std::filesystem::path default_run_dir() {
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return std::filesystem::path("runs") / buf;
+}
+
+/// `--resume latest` without `--run-dir`: the newest run under runs/ that has a checkpoint.
+inline std::filesystem::path newest_run_with_checkpoint() {
+  std::optional<std::filesystem::path> best;
+  std::filesystem::file_time_type best_time{};
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("runs", ec)) {
+    const auto latest = entry.path() / "checkpoints" / "latest";
+    if (!std::filesystem::exists(latest, ec)) continue;
+    const auto t = std::filesystem::last_write_time(latest, ec);
+    if (!best || t > best_time) best = entry.path(), best_time = t;
+  }
+  if (!best)
+    throw ConfigError("dtl: --resume latest: no run under ./runs has a checkpoint; pass --run-dir DIR of the run "
+                      "to resume, or --resume CHECKPOINT_DIR");
+  return *best;
+}
+
+inline detail::ContextSetup make_setup(InitOptions opts, const CommandLine* cl) {
+  detail::ContextSetup s;
+  std::optional<std::filesystem::path> config_path = opts.config;
+  if (cl && cl->config) config_path = cl->config;
+  nlohmann::json hparams = opts.hparams.is_null() ? nlohmann::json::object() : opts.hparams;
+  std::optional<std::uint64_t> seed = opts.seed;
+  s.aggregation_frequency = opts.aggregation_frequency;
+  s.average_aggregated_gradients = opts.average_aggregated_gradients;
+  if (config_path) {
+    s.config = load_experiment_config(*config_path);
+    hparams = merge_hparams(std::move(hparams), s.config->hyperparameters());
+    if (auto es = s.config->experiment_seed()) seed = es;
+    if (s.config->raw.contains("optimizations")) s.aggregation_frequency = s.config->aggregation_frequency();
+  }
+  if (cl) {
+    if (cl->hparams_file) hparams = merge_hparams(std::move(hparams), load_hparams_file(*cl->hparams_file));
+    apply_overrides(hparams, cl->hparam_overrides);
+    if (cl->seed) seed = cl->seed;
+    s.overrides.max_length = cl->max_length;
+    s.overrides.test_mode = cl->test_mode;
+    s.overrides.resume = cl->resume;
+  }
+  s.hparams = std::move(hparams);
+  if (!seed) {
+    seed = std::random_device{}() & 0x7fffffffu;
+    std::cerr << "dtl: trial seed " << *seed << " (pass --seed " << *seed << " to repeat this run)\n";
+  }
+  s.trial_seed = *seed;
+  s.device = opts.device ? *opts.device : (torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU));
+
+  if (cl && cl->run_dir)
+    s.run_dir = *cl->run_dir;
+  else if (opts.run_dir)
+    s.run_dir = *opts.run_dir;
+  else if (cl && cl->resume == "latest")
+    s.run_dir = newest_run_with_checkpoint();
+  else
+    s.run_dir = default_run_dir();
+  std::error_code ec;
+  std::filesystem::create_directories(s.run_dir, ec);
+  if (ec) throw ConfigError("dtl: cannot create run directory " + s.run_dir.string() + ": " + ec.message());
+  return s;
+}
+
+}  // namespace detail
+
+/// Builds the context from code alone (tests, embedding): errors are thrown as ConfigError.
+///   auto ctx = dtl::init({.hparams = {{"lr", 0.1}, {"global_batch_size", 64}}, .seed = 1});
+[[nodiscard]] inline PyTorchTrialContext init(InitOptions opts = {}) {
+  auto setup = detail::make_setup(std::move(opts), nullptr);
+  torch::manual_seed(setup.trial_seed);
+  return PyTorchTrialContext(std::move(setup));
+}
+
+/// Builds the context for a program: parses the standard dtl command line (`--help` lists it).
+/// A bad command line, config or hyperparameter file is one error line and exit status 2,
+/// before any work starts. SIGINT/SIGTERM then stop training gracefully at the next boundary.
+///   int main(int argc, char** argv) { auto ctx = dtl::init(argc, argv, {.hparams = defaults}); ... }
+[[nodiscard]] inline PyTorchTrialContext init(int argc, const char* const* argv, InitOptions opts = {}) {
+  std::optional<detail::ContextSetup> setup;
+  try {
+    auto cl = parse_command_line(argc, argv);
+    if (cl.help) {
+      std::cout << CommandLine::usage(argc > 0 ? argv[0] : "");
+      std::exit(0);
+    }
+    setup.emplace(detail::make_setup(std::move(opts), &cl));
+  } catch (const ConfigError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    std::exit(2);
+  }
+  detail::install_stop_signal_handlers();
+  torch::manual_seed(setup->trial_seed);
+  return PyTorchTrialContext(std::move(*setup));
+}
+[[nodiscard]] inline PyTorchTrialContext init(int argc, char** argv, InitOptions opts = {}) {
+  return init(argc, const_cast<const char* const*>(argv), std::move(opts));
+}
+
+}  // namespace dtl
+
+#endif  // DTL_INIT_HPP

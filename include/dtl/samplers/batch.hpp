@@ -1,0 +1,98 @@
+// dtl — batch(size, drop_last): torch's BatchSampler.
+#ifndef DTL_SAMPLERS_BATCH_HPP
+#define DTL_SAMPLERS_BATCH_HPP
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <dtl/samplers/node.hpp>
+
+namespace dtl::samplers {
+
+/// The batch() stage as written in a pipeline; see batch().
+struct batch_stage {
+  std::int64_t size = 1;
+  bool drop_last = false;
+};
+
+/// Groups indices into batches of `size`, the last one shorter unless `drop_last` drops it
+/// (torch's BatchSampler; len = ceil(L / size), or floor with drop_last). Stages after it work on
+/// whole batches, like Determined's *BatchSampler classes. A batch is a
+/// `std::span<const std::int64_t>` into a buffer the pipeline reuses: copy it if you keep it past
+/// the next increment. Throws dtl::DataError for size < 1.
+///
+///     auto p = sequential(5) | batch(2);   // [0 1] [2 3] [4]
+inline batch_stage batch(std::int64_t size, bool drop_last = false) {
+  if (size < 1) throw DataError("dtl: batch(size) needs size >= 1, got " + std::to_string(size));
+  return {size, drop_last};
+}
+
+}  // namespace dtl::samplers
+
+namespace dtl::detail {
+
+template <IndexNode U>
+class batch_node : public node_flags<true, U::has_repeat, U::has_shard, true, U::has_skip, U::shuffle_count> {
+ public:
+  batch_node(U inner, samplers::batch_stage stage)
+      : inner_(std::move(inner)), size_(stage.size), drop_last_(stage.drop_last),
+        buffer_(static_cast<std::size_t>(stage.size)) {}
+
+  [[nodiscard]] std::int64_t size() const { return batches_in(inner_.size()); }
+  [[nodiscard]] std::int64_t chief_size() const { return batches_in(inner_.chief_size()); }
+  [[nodiscard]] std::int64_t position() const noexcept { return pos_; }
+
+  void start() {
+    inner_.start();
+    pos_ = 0;
+  }
+
+  bool next(index_batch& out) {
+    const std::int64_t got = inner_.next_n(buffer_.data(), size_);
+    if (got == 0 || (got < size_ && drop_last_)) return false;
+    out = index_batch(buffer_.data(), static_cast<std::size_t>(got));
+    ++pos_;
+    return true;
+  }
+
+  std::int64_t advance(std::int64_t k) {
+    const std::int64_t items = inner_.advance(saturating_mul(k, size_));
+    const std::int64_t m = items / size_ + (items % size_ != 0 && !drop_last_ ? 1 : 0);
+    pos_ += m;
+    return m;
+  }
+
+  void skip_pass() { inner_.skip_pass(); }
+
+  // Above a repeat() the stream is endless, so batch p starts at item p * size exactly.
+  void resume(std::int64_t p, const samplers::sampler_state& state) {
+    if constexpr (U::has_repeat) {
+      inner_.resume(saturating_mul(p, size_), state);
+      pos_ = p;
+    } else {
+      start();
+      if (advance(p) != p) throw_state_mismatch("its position is past the end of the data");
+    }
+  }
+
+  void save_rngs(std::vector<samplers::mt19937_state>& saved) const { inner_.save_rngs(saved); }
+  void load_rngs(const samplers::mt19937_state*& cursor) { inner_.load_rngs(cursor); }
+  [[nodiscard]] epoch_point epoch_info() const { return inner_.epoch_info(); }
+
+ private:
+  [[nodiscard]] std::int64_t batches_in(std::int64_t items) const noexcept {
+    return items / size_ + (items % size_ != 0 && !drop_last_ ? 1 : 0);
+  }
+
+  U inner_;
+  std::int64_t size_;
+  bool drop_last_;
+  std::vector<std::int64_t> buffer_;  // the batch handed out; reused, so batches never allocate
+  std::int64_t pos_ = 0;
+};
+
+}  // namespace dtl::detail
+
+#endif  // DTL_SAMPLERS_BATCH_HPP

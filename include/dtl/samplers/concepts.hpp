@@ -1,0 +1,48 @@
+// dtl — what a DataLoader may ask of a sampler. Only the state header is needed to check these.
+#ifndef DTL_SAMPLERS_CONCEPTS_HPP
+#define DTL_SAMPLERS_CONCEPTS_HPP
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <ranges>
+#include <span>
+
+#include <dtl/samplers/sampler_state.hpp>
+
+namespace dtl::samplers {
+
+/// The requirements a DataLoader places on a sampler pipeline, each named so a failure says which.
+template <class P>
+concept ResumableRange = requires(P& p, const P& cp, const sampler_state& state) {
+  { cp.state() } -> std::same_as<sampler_state>;
+  p.restore(state);
+};
+
+template <class P>
+concept HasDeterminedLength = requires(const P& cp) {
+  { cp.size() } -> std::same_as<std::int64_t>;
+  { cp.epoch_length() } -> std::same_as<std::int64_t>;
+};
+
+/// Any pipeline built from sequential(n) or from(range) with `|`.
+///
+///     static_assert(Sampler<decltype(sequential(10) | shuffle(1) | batch(2))>);
+template <class P>
+concept Sampler = std::ranges::input_range<P> && HasDeterminedLength<P> && ResumableRange<P> &&
+                  requires {
+                    { P::is_batched } -> std::convertible_to<bool>;
+                    { P::is_endless } -> std::convertible_to<bool>;
+                  };
+
+/// A sampler yielding single indices (no batch() stage).
+template <class P>
+concept IndexSampler = Sampler<P> && std::same_as<std::ranges::range_value_t<P>, std::int64_t>;
+
+/// A sampler yielding batches, `std::span<const std::int64_t>` (torch's batch_sampler).
+template <class P>
+concept BatchSampler = Sampler<P> && std::same_as<std::ranges::range_value_t<P>, std::span<const std::int64_t>>;
+
+}  // namespace dtl::samplers
+
+#endif  // DTL_SAMPLERS_CONCEPTS_HPP

@@ -1,0 +1,103 @@
+// dtl — the protocol every sampler stage implements internally. Users never name these; they
+// compose stages with `|` (see pipeline.hpp).
+#ifndef DTL_SAMPLERS_NODE_HPP
+#define DTL_SAMPLERS_NODE_HPP
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <dtl/errors.hpp>
+#include <dtl/samplers/numpy_random.hpp>
+#include <dtl/samplers/sampler_state.hpp>
+
+namespace dtl::detail {
+
+/// A batch as a pipeline yields it: a view into a buffer the pipeline owns and reuses, valid until
+/// the iterator is incremented.
+using index_batch = std::span<const std::int64_t>;
+
+/// The facts about a stage that the order grammar and the pipeline read at compile time. Each node
+/// derives from the instance describing it (and the stages below it).
+template <bool Batched, bool HasRepeat, bool HasShard, bool HasBatch, bool HasSkip, std::size_t Shuffles>
+struct node_flags {
+  static constexpr bool batched = Batched;      ///< yields index_batch rather than std::int64_t
+  static constexpr bool has_repeat = HasRepeat;  ///< a repeat() at or below this stage
+  static constexpr bool has_shard = HasShard;
+  static constexpr bool has_batch = HasBatch;
+  static constexpr bool has_skip = HasSkip;
+  static constexpr std::size_t shuffle_count = Shuffles;  ///< shuffle() stages at or below
+  using value_type = std::conditional_t<Batched, index_batch, std::int64_t>;
+};
+
+/// The repeat() stage's epoch counter and how far its epoch stage has read; {-1, 0} below it.
+struct epoch_point {
+  std::int64_t epoch = -1;
+  std::int64_t offset = 0;
+};
+
+/// The node protocol, a pull model that mirrors Python's iterator protocol plus the cheap jumps
+/// resuming needs. Every member is a direct (inlinable) call on the stage below: no virtual calls.
+///   start()           begin a pass, like Python's `iter(sampler)` (draws a new permutation).
+///   next(out)         the next item of the pass, false at its end.
+///   advance(k)        drop up to k items of the pass as cheaply as the stage can; returns how many.
+///   position()        items of the current pass produced or dropped so far.
+///   size()            Determined's `len`; chief_size() the same with every shard at rank 0.
+///   resume(p, state)  put the pass at position p of the pass described by `state` (see restore).
+///   save_rngs / load_rngs   the shuffle() generators, innermost first.
+///   epoch_info()      the repeat() stage's epoch and offset (see sampler_state).
+/// Index-level nodes also have next_n(out, k), which fills a batch with one call per stage.
+/// Nodes that can sit under repeat() have skip_pass(): consume one pass's random draws only.
+template <class N>
+concept SamplerNode =
+    std::move_constructible<N> &&
+    requires(N& node, const N& cnode, typename N::value_type& out, std::int64_t k,
+             const samplers::sampler_state& state, std::vector<samplers::mt19937_state>& saved,
+             const samplers::mt19937_state*& cursor) {
+      { N::batched } -> std::convertible_to<bool>;
+      { N::shuffle_count } -> std::convertible_to<std::size_t>;
+      node.start();
+      { node.next(out) } -> std::same_as<bool>;
+      { node.advance(k) } -> std::same_as<std::int64_t>;
+      { cnode.position() } -> std::same_as<std::int64_t>;
+      { cnode.size() } -> std::same_as<std::int64_t>;
+      { cnode.chief_size() } -> std::same_as<std::int64_t>;
+      node.resume(k, state);
+      cnode.save_rngs(saved);
+      node.load_rngs(cursor);
+      { cnode.epoch_info() } -> std::same_as<epoch_point>;
+    };
+
+/// A node yielding single indices, which batch() fills its buffer from.
+template <class N>
+concept IndexNode = SamplerNode<N> && !N::batched && requires(N& node, std::int64_t* out, std::int64_t k) {
+  { node.next_n(out, k) } -> std::same_as<std::int64_t>;
+};
+
+/// a * b for a, b >= 0, saturating: a skip of 10^18 batches must not wrap into a small one.
+constexpr std::int64_t saturating_mul(std::int64_t a, std::int64_t b) noexcept {
+  constexpr auto max = std::numeric_limits<std::int64_t>::max();
+  if (a != 0 && b > max / a) return max;
+  return a * b;
+}
+
+/// a + b for a, b >= 0, saturating.
+constexpr std::int64_t saturating_add(std::int64_t a, std::int64_t b) noexcept {
+  constexpr auto max = std::numeric_limits<std::int64_t>::max();
+  return a > max - b ? max : a + b;
+}
+
+[[noreturn]] inline void throw_state_mismatch(const char* detail) {
+  throw DataError(std::string("dtl: this sampler state does not fit this pipeline (") + detail +
+                  "). Restore a state into a pipeline built like the one that saved it: same dataset "
+                  "size, stages, batch size and world size.");
+}
+
+}  // namespace dtl::detail
+
+#endif  // DTL_SAMPLERS_NODE_HPP

@@ -1,0 +1,131 @@
+// dtl — shard(rank, world): Determined's DistributedSampler / DistributedBatchSampler.
+#ifndef DTL_SAMPLERS_SHARD_HPP
+#define DTL_SAMPLERS_SHARD_HPP
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <dtl/samplers/node.hpp>
+
+namespace dtl::samplers {
+
+/// The shard() stage as written in a pipeline; see shard().
+struct shard_stage {
+  std::int64_t rank = 0;
+  std::int64_t world = 1;
+};
+
+/// This rank's share: the i-th item goes to rank i % world, with no padding, dropping or shuffling
+/// (Determined's DistributedSampler; after batch(), DistributedBatchSampler, which deals out whole
+/// batches). len = L / world + (L % world > rank). Throws dtl::DataError unless
+/// 0 <= rank < world (Determined checks this only for the batch variant; dtl always does).
+///
+///     auto p = sequential(10) | shard(0, 3);   // 0 3 6 9
+inline shard_stage shard(std::int64_t rank, std::int64_t world) {
+  if (world < 1) throw DataError("dtl: shard(rank, world) needs world >= 1, got " + std::to_string(world));
+  if (rank < 0 || rank >= world) {
+    throw DataError("dtl: shard(rank, world) needs 0 <= rank < world, got rank " + std::to_string(rank) +
+                    " of world " + std::to_string(world));
+  }
+  return {rank, world};
+}
+
+}  // namespace dtl::samplers
+
+namespace dtl::detail {
+
+template <SamplerNode U>
+class shard_node
+    : public node_flags<U::batched, U::has_repeat, true, U::has_batch, U::has_skip, U::shuffle_count> {
+ public:
+  using value_type = typename U::value_type;
+
+  shard_node(U inner, samplers::shard_stage stage)
+      : inner_(std::move(inner)), rank_(stage.rank), world_(stage.world) {}
+
+  [[nodiscard]] std::int64_t size() const { return share(inner_.size(), rank_); }
+  [[nodiscard]] std::int64_t chief_size() const { return share(inner_.chief_size(), 0); }
+  [[nodiscard]] std::int64_t position() const noexcept { return mine_before(read_); }
+
+  void start() {
+    inner_.start();
+    read_ = 0;
+  }
+
+  bool next(value_type& out) {
+    const std::int64_t gap = gap_to_mine();
+    if (gap != 0) {
+      const std::int64_t dropped = inner_.advance(gap);
+      read_ += dropped;
+      if (dropped != gap) return false;
+    }
+    if (!inner_.next(out)) return false;
+    ++read_;
+    return true;
+  }
+
+  std::int64_t next_n(std::int64_t* out, std::int64_t k)
+    requires(!U::batched)
+  {
+    if (world_ == 1) {
+      const std::int64_t got = inner_.next_n(out, k);
+      read_ += got;
+      return got;
+    }
+    std::int64_t m = 0;
+    while (m < k && next(out[m])) ++m;
+    return m;
+  }
+
+  // Stops just after this rank's k-th item, the same place reading them would leave it.
+  std::int64_t advance(std::int64_t k) {
+    if (k <= 0) return 0;
+    const std::int64_t before = position();
+    const std::int64_t last_mine = saturating_add(read_ + gap_to_mine(), saturating_mul(k - 1, world_));
+    const std::int64_t want = saturating_add(last_mine, 1) - read_;
+    read_ += inner_.advance(want);
+    return position() - before;
+  }
+
+  void skip_pass() { inner_.skip_pass(); }
+
+  // Above a repeat() the stream is endless: this rank's p-th item is item (p-1)*world + rank.
+  void resume(std::int64_t p, const samplers::sampler_state& state) {
+    if constexpr (U::has_repeat) {
+      read_ = p == 0 ? 0 : saturating_add(saturating_mul(p - 1, world_), rank_ + 1);
+      inner_.resume(read_, state);
+    } else {
+      start();
+      if (advance(p) != p) throw_state_mismatch("its position is past the end of this rank's shard");
+    }
+  }
+
+  void save_rngs(std::vector<samplers::mt19937_state>& saved) const { inner_.save_rngs(saved); }
+  void load_rngs(const samplers::mt19937_state*& cursor) { inner_.load_rngs(cursor); }
+  [[nodiscard]] epoch_point epoch_info() const { return inner_.epoch_info(); }
+
+ private:
+  [[nodiscard]] std::int64_t share(std::int64_t items, std::int64_t rank) const noexcept {
+    return items / world_ + (items % world_ > rank ? 1 : 0);
+  }
+  // Items the stage below must drop before this rank's next one.
+  [[nodiscard]] std::int64_t gap_to_mine() const noexcept {
+    const std::int64_t gap = rank_ - read_ % world_;
+    return gap < 0 ? gap + world_ : gap;
+  }
+  // This rank's items among the first `read` items below.
+  [[nodiscard]] std::int64_t mine_before(std::int64_t read) const noexcept {
+    return read > rank_ ? (read - rank_ - 1) / world_ + 1 : 0;
+  }
+
+  U inner_;
+  std::int64_t rank_;
+  std::int64_t world_;
+  std::int64_t read_ = 0;  // items of the stage below consumed this pass, this rank's or not
+};
+
+}  // namespace dtl::detail
+
+#endif  // DTL_SAMPLERS_SHARD_HPP

@@ -1,0 +1,371 @@
+// dtl — Trainer<Trial>: the training loop. It reads the schedules, drives workloads (train until
+// a boundary, then validate / checkpoint / report), and owns no math: reducers, checkpoints and
+// logging live in their own headers. Scheduling follows Determined 0.38.1 (semantics §2).
+#ifndef DTL_TRAINER_HPP
+#define DTL_TRAINER_HPP
+
+#include <torch/torch.h>
+
+#include <dtl/callback.hpp>
+#include <dtl/checkpoint/checkpoint.hpp>
+#include <dtl/context.hpp>
+#include <dtl/data/data_loader.hpp>
+#include <dtl/errors.hpp>
+#include <dtl/init.hpp>
+#include <dtl/log/reporter.hpp>
+#include <dtl/metrics.hpp>
+#include <dtl/reducer.hpp>
+#include <dtl/trial.hpp>
+#include <dtl/units.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dtl {
+
+/// When a validation also saves a checkpoint (Determined's `checkpoint_policy`).
+enum class CheckpointPolicy {
+  best,  ///< when the searcher metric is strictly better than every earlier validation of the run
+  all,   ///< after every validation
+  none,  ///< never on validation (periodic and final checkpoints still happen)
+};
+
+/// Arguments of Trainer::fit, with Determined's defaults. Command-line flags (`--max-length`,
+/// `--test-mode`, `--resume`) and the experiment config override them.
+struct FitOptions {
+  std::optional<Length> max_length;          ///< required (here, in the config, or on the command line)
+  std::optional<Length> validation_period;   ///< none: only at the end
+  std::optional<Length> checkpoint_period;   ///< none: only at the end
+  Length reporting_period = Batch{100};
+  CheckpointPolicy checkpoint_policy = CheckpointPolicy::best;
+  std::optional<std::filesystem::path> latest_checkpoint;
+  bool step_zero_validation = false;
+  bool test_mode = false;
+  bool profiling_enabled = false;
+  std::string searcher_metric = "validation_loss";  ///< what `best` compares
+  bool smaller_is_better = true;
+};
+
+/// Where a run stands; saved in checkpoints (Determined's `_TrialState`).
+struct TrialState {
+  std::int64_t batches_trained = 0;
+  std::int64_t epochs_trained = 0;
+  std::int64_t last_val = 0;
+  std::int64_t last_ckpt = 0;
+  std::optional<double> best_validation;
+};
+
+/// Runs a trial (Determined's `det.pytorch.Trainer`).
+///   MyTrial trial(ctx);
+///   dtl::Trainer trainer(trial, ctx);
+///   trainer.fit({.max_length = dtl::Epoch{1}, .validation_period = dtl::Batch{100}});
+template <class TrialT>
+class Trainer {
+  static_assert(detail::diagnose_trial<TrialT>());
+
+ public:
+  Trainer(TrialT& trial, PyTorchTrialContext& context) : trial_(trial), ctx_(context) {}
+
+  void fit(FitOptions options = {}) {
+    opts_ = resolve(std::move(options));
+    state_ = TrialState{};
+    reporter_.emplace(ctx_.run_dir(), ctx_.distributed().is_chief());
+    callbacks_ = trial_.build_callbacks();
+    // on_trial_shutdown runs in reverse order on every exit, including by exception.
+    struct ShutdownGuard {
+      Callbacks& cbs;
+      ~ShutdownGuard() {
+        for (auto it = cbs.rbegin(); it != cbs.rend(); ++it) it->second->on_trial_shutdown();
+      }
+    };
+    for (auto& [name, cb] : callbacks_) cb->on_trial_startup(ctx_.get_initial_batch(), std::nullopt);
+    ShutdownGuard guard{callbacks_};
+    run();
+  }
+
+  /// Counters of the last (or current) fit.
+  [[nodiscard]] const TrialState& state() const noexcept { return state_; }
+
+ private:
+  using TrainLoader = detail::training_loader_t<TrialT>;
+  using ValLoader = detail::validation_loader_t<TrialT>;
+
+  struct ShouldExit {};
+
+  FitOptions resolve(FitOptions o) const {
+    if (const auto& cfg = ctx_.experiment_config()) {
+      if (auto m = cfg->max_length()) o.max_length = to_length(*m);
+      // The config's periods follow Determined's legacy rule: a value < 1 means never.
+      auto period = [&](const LengthSpec& p) { return p.value < 1 ? Length{Batch::never()} : to_length(p); };
+      if (auto v = cfg->min_validation_period()) o.validation_period = period(*v);
+      if (auto c = cfg->min_checkpoint_period()) o.checkpoint_period = period(*c);
+      if (auto metric = cfg->searcher_metric(); !metric.empty()) o.searcher_metric = metric;
+      if (cfg->raw.contains("searcher")) o.smaller_is_better = cfg->smaller_is_better();
+      if (auto p = cfg->checkpoint_policy())
+        o.checkpoint_policy = *p == "all" ? CheckpointPolicy::all : *p == "none" ? CheckpointPolicy::none : CheckpointPolicy::best;
+    }
+    const auto& ov = ctx_.run_overrides();
+    if (ov.max_length) o.max_length = to_length(*ov.max_length);
+    if (ov.test_mode) o.test_mode = true;
+    if (!o.max_length)
+      throw ConfigError(
+          "dtl: fit needs a max_length: pass .max_length = dtl::Batch{N} or dtl::Epoch{N} to fit, set "
+          "searcher.max_length in the experiment config, or use --max-length batches=N");
+    if (o.max_length->is_schedule())
+      throw ConfigError("dtl: max_length must be a single number of batches or epochs, not a schedule");
+    return o;
+  }
+
+  /// Records become batches as in Determined: `max(records // global_batch_size, 1)`.
+  [[nodiscard]] Length to_length(const LengthSpec& spec) const {
+    switch (spec.unit) {
+      case LengthSpec::Unit::batches: return Batch{spec.value};
+      case LengthSpec::Unit::epochs: return Epoch{spec.value};
+      case LengthSpec::Unit::records: break;
+    }
+    return Batch{std::max<std::int64_t>(spec.value / ctx_.get_global_batch_size(), 1)};
+  }
+
+  // ---- the run ---------------------------------------------------------------------------
+
+  void run() {
+    const auto& dist = ctx_.distributed();
+    auto train_loader = trial_.build_training_data_loader();
+    std::int64_t epoch_len = train_loader.epoch_length(dist.size);
+    // Determined ignores records_per_epoch (its issue #6869); dtl honours it as an explicit epoch length.
+    if (const auto& cfg = ctx_.experiment_config())
+      if (auto rpe = cfg->records_per_epoch())
+        epoch_len = std::max<std::int64_t>(*rpe / ctx_.get_global_batch_size(), 1);
+    if (epoch_len < 1)
+      throw DataError("dtl: the training data loader yields no batch (empty dataset, or drop_last with fewer "
+                      "examples than batch_size): give it at least one full batch");
+    ctx_.epoch_len_ = epoch_len;
+    val_loader_.emplace(trial_.build_validation_data_loader());
+
+    std::optional<std::filesystem::path> resume_from = opts_.latest_checkpoint;
+    if (const auto& r = ctx_.run_overrides().resume) resume_from = checkpointer().resolve(*r);
+    if (resume_from) load(*resume_from);
+    ctx_.initial_batch_ = state_.batches_trained;
+
+    auto stream = train_loader.adapt_training(
+        {.repeat = true, .skip = state_.batches_trained, .rank = dist.rank, .world = dist.size,
+         .seed = ctx_.get_trial_seed()});
+    auto it = stream.begin();
+
+    for (auto& [name, cb] : callbacks_) cb->on_training_start();
+    set_train_mode(true);
+    collector_.reset_keys();
+
+    const Length train_unit = opts_.test_mode ? Length{Batch{1}} : *opts_.max_length;
+    const Length validation_period = opts_.validation_period.value_or(Batch::never());
+    const Length checkpoint_period = opts_.checkpoint_period.value_or(Batch::never());
+
+    try {
+      if (opts_.step_zero_validation && state_.batches_trained == 0) validate();
+      while (remaining() > 0) {
+        // One workload: train until a boundary fires.
+        bool fired_train = false, fired_val = false, fired_ckpt = false, fired_report = false;
+        collector_.clear();
+        const auto t0 = std::chrono::steady_clock::now();
+        std::int64_t records = 0;
+        while (!(fired_train || fired_val || fired_ckpt || fired_report)) {
+          const std::int64_t batch_idx = state_.batches_trained;
+          const std::int64_t epoch_idx = batch_idx / epoch_len;
+          const bool epoch_start = batch_idx % epoch_len == 0;
+          ctx_.batch_idx_ = batch_idx;
+          if (epoch_start)
+            for (auto& [name, cb] : callbacks_) cb->on_training_epoch_start(epoch_idx);
+
+          auto batch = ctx_.to_device(std::move(*it));
+          records += trial_.get_batch_length(batch);
+          collector_.add(Metrics(trial_.train_batch(batch, epoch_idx, batch_idx)), "training");
+          ctx_.step_lr_schedulers(batch_idx);
+          ++it;
+
+          ++state_.batches_trained;
+          const bool epoch_end = state_.batches_trained % epoch_len == 0;
+          if (epoch_end) {
+            for (auto& [name, cb] : callbacks_) cb->on_training_epoch_end(epoch_idx);
+            ++state_.epochs_trained;
+          }
+          const auto n = state_.batches_trained, e = epoch_idx + 1;
+          fired_train = train_unit.fires(n, e, epoch_end);
+          fired_val = validation_period.fires(n, e, epoch_end);
+          fired_ckpt = checkpoint_period.fires(n, e, epoch_end);
+          fired_report = opts_.reporting_period.fires(n, e, epoch_end);
+        }
+        end_workload(std::chrono::steady_clock::now() - t0, records);
+        // Boundaries in Determined's order (train, validate, checkpoint, report), a stop check after each.
+        if (fired_train) check_stop();
+        if (fired_val) {
+          if (state_.last_val != state_.batches_trained) validate();
+          check_stop();
+        }
+        if (fired_ckpt) {
+          if (state_.last_ckpt != state_.batches_trained) checkpoint();
+          check_stop();
+        }
+        if (fired_report) check_stop();
+      }
+      if (state_.last_val != state_.batches_trained) validate();
+      if (state_.last_ckpt != state_.batches_trained) checkpoint();
+    } catch (const ShouldExit&) {
+      if (state_.last_ckpt != state_.batches_trained) checkpoint();
+      reporter_->note("stopped at batch " + std::to_string(state_.batches_trained) + " (stop requested)");
+    }
+  }
+
+  /// Determined's loop condition: `max_length.value - (batches | epochs trained) > 0`.
+  [[nodiscard]] std::int64_t remaining() const {
+    if (opts_.test_mode) return state_.batches_trained == 0 ? 1 : 0;
+    const auto& m = *opts_.max_length;
+    return m.value() - (m.is_batches() ? state_.batches_trained : state_.epochs_trained);
+  }
+
+  void check_stop() {
+    if (ctx_.get_stop_requested() || detail::stop_signal_received()) throw ShouldExit{};
+  }
+
+  void set_train_mode(bool on) {
+    for (auto& m : ctx_.models_) m->train(on);
+  }
+
+  void end_workload(std::chrono::steady_clock::duration elapsed, std::int64_t records) {
+    auto report = detail::reduce_training(collector_);
+    const auto secs = std::chrono::duration<double>(elapsed).count();
+    const auto batches = collector_.batches();
+    reporter_->training(state_.batches_trained, state_.epochs_trained, progress(), report.avg_metrics,
+                        {.batches = batches, .records = records, .seconds = secs});
+    for (auto& [name, cb] : callbacks_) cb->on_training_workload_end(report.avg_metrics, report.batch_metrics);
+  }
+
+  [[nodiscard]] double progress() const {
+    if (opts_.test_mode) return 1.0;
+    const auto& m = *opts_.max_length;
+    const auto done = m.is_batches() ? state_.batches_trained : state_.epochs_trained;
+    return static_cast<double>(done) / static_cast<double>(std::max<std::int64_t>(m.value(), 1));
+  }
+
+  void validate() {
+    torch::NoGradGuard no_grad;
+    set_train_mode(false);
+    for (auto& [name, cb] : callbacks_) cb->on_validation_start();
+    const auto t0 = std::chrono::steady_clock::now();
+    MetricsJson metrics = MetricsJson::object();
+    std::int64_t batches = 0;
+    if constexpr (HasEvaluateBatch<TrialT>) {
+      for (auto& [name, cb] : callbacks_) cb->on_validation_epoch_start();
+      const auto& dist = ctx_.distributed();
+      auto stream = val_loader_->adapt_evaluation({.repeat = false, .skip = 0, .rank = dist.rank, .world = dist.size,
+                                        .seed = ctx_.get_trial_seed()});
+      val_collector_.reset_keys();
+      std::vector<Metrics> outputs;
+      const bool keep_outputs = !callbacks_.empty();
+      std::int64_t idx = 0;
+      for (auto&& raw : stream) {
+        auto batch = ctx_.to_device(std::move(raw));
+        Metrics m(detail::call_evaluate_batch(trial_, batch, idx++));
+        val_collector_.add(m, "validation");
+        if (keep_outputs) outputs.push_back(std::move(m));
+        if (opts_.test_mode) break;
+      }
+      if (val_collector_.batches() == 0)
+        throw DataError("dtl: validation_loader is empty: this rank's shard of build_validation_data_loader() "
+                        "has no batch; give the validation set at least one batch per rank");
+      for (auto& [name, cb] : callbacks_) cb->on_validation_epoch_end(outputs);
+      auto slots = detail::reduce_validation_slot(val_collector_, trial_.evaluation_reducer());
+      const auto er = trial_.evaluation_reducer();
+      for (std::size_t i = 0; i < slots.size(); ++i) {
+        const auto& key = val_collector_.keys()[i];
+        metrics[key] = detail::reduce_cross_slot(detail::reducer_for(er, key), std::span(&slots[i], 1));
+      }
+      batches = val_collector_.batches();
+    } else {
+      if (ctx_.distributed().is_chief()) {
+        Metrics m(trial_.evaluate_full_dataset(*val_loader_));
+        for (const auto& [k, v] : m)
+          metrics[k] = v.is_tensor() ? detail::tensor_to_json(v.tensor()) : nlohmann::ordered_json(v.number());
+      }
+    }
+    set_train_mode(true);
+    state_.last_val = state_.batches_trained;
+    const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    reporter_->validation(state_.batches_trained, state_.epochs_trained, metrics, {.batches = batches, .seconds = secs});
+    for (auto& [name, cb] : callbacks_) cb->on_validation_end(metrics);
+    if (state_.last_ckpt != state_.batches_trained && wants_checkpoint(metrics)) checkpoint();
+  }
+
+  /// The checkpoint policy; `best` compares with the best validation of this run (Determined
+  /// compares with the experiment-wide best, which a local run does not have).
+  bool wants_checkpoint(const MetricsJson& metrics) {
+    switch (opts_.checkpoint_policy) {
+      case CheckpointPolicy::all: return true;
+      case CheckpointPolicy::none: return false;
+      case CheckpointPolicy::best: break;
+    }
+    const auto it = metrics.find(opts_.searcher_metric);
+    if (it == metrics.end() || !it->is_number())
+      throw InvalidExperimentException(
+          "dtl: checkpoint_policy best compares the searcher metric '" + opts_.searcher_metric +
+          "', but validation returned no numeric metric of that name: set FitOptions.searcher_metric (or "
+          "searcher.metric in the config) to one of your validation metrics, or use CheckpointPolicy::all");
+    const double v = it->get<double>();
+    const auto& best = state_.best_validation;
+    const bool better = !best || (opts_.smaller_is_better ? v < *best : v > *best);
+    if (better) state_.best_validation = v;
+    return better;
+  }
+
+  detail::Checkpointer& checkpointer() {
+    if (!checkpointer_) checkpointer_.emplace(ctx_.run_dir() / "checkpoints");
+    return *checkpointer_;
+  }
+
+  void checkpoint() {
+    state_.last_ckpt = state_.batches_trained;
+    if (!ctx_.distributed().is_chief()) return;
+    auto written = checkpointer().save(ctx_, detail::CheckpointState{
+        .batches_trained = state_.batches_trained,
+        .epochs_trained = state_.epochs_trained,
+        .last_val = state_.last_val,
+        .last_ckpt = state_.last_ckpt,
+        .best_validation = state_.best_validation});
+    for (auto& [name, cb] : callbacks_) cb->on_checkpoint_write_end(written.dir);
+    reporter_->note("checkpoint " + written.uuid + " at batch " + std::to_string(state_.batches_trained));
+    for (auto& [name, cb] : callbacks_) cb->on_checkpoint_upload_end(written.uuid);
+  }
+
+  void load(const std::filesystem::path& dir) {
+    auto st = checkpointer().load(ctx_, dir);
+    state_ = TrialState{.batches_trained = st.batches_trained,
+                        .epochs_trained = st.epochs_trained,
+                        .last_val = st.last_val,
+                        .last_ckpt = st.last_ckpt,
+                        .best_validation = st.best_validation};
+    reporter_->note("resumed from " + dir.string() + " at batch " + std::to_string(state_.batches_trained));
+  }
+
+  TrialT& trial_;
+  PyTorchTrialContext& ctx_;
+  FitOptions opts_;
+  TrialState state_;
+  Callbacks callbacks_;
+  detail::MetricCollector collector_;
+  detail::MetricCollector val_collector_;
+  std::optional<ValLoader> val_loader_;
+  std::optional<detail::Reporter> reporter_;
+  std::optional<detail::Checkpointer> checkpointer_;
+};
+
+template <class TrialT>
+Trainer(TrialT&, PyTorchTrialContext&) -> Trainer<TrialT>;
+
+}  // namespace dtl
+
+#endif  // DTL_TRAINER_HPP

@@ -1,0 +1,178 @@
+// dtl — PyTorchTrial: the CRTP base a trial derives from, the concepts that say what a trial is,
+// and the diagnose ladder that turns a broken trial into one compile error naming the rule.
+#ifndef DTL_TRIAL_HPP
+#define DTL_TRIAL_HPP
+
+#include <torch/torch.h>
+
+#include <dtl/callback.hpp>
+#include <dtl/data/batch.hpp>
+#include <dtl/metrics.hpp>
+#include <dtl/reducer.hpp>
+#include <dtl/units.hpp>
+
+#include <concepts>
+#include <cstdint>
+#include <type_traits>
+
+namespace dtl {
+
+/// Base of every trial (Determined's `det.pytorch.PyTorchTrial`), giving its defaults. Derive
+/// with your own type: `class MyTrial : public dtl::PyTorchTrial<MyTrial>`. Define in MyTrial:
+///   - a constructor taking `dtl::PyTorchTrialContext&`
+///   - `build_training_data_loader()` and `build_validation_data_loader()` returning dtl::DataLoader
+///   - `dtl::Metrics train_batch(Batch& batch, std::int64_t epoch_idx, std::int64_t batch_idx)`
+///     (returning a loss tensor also works: it becomes {"loss": t})
+///   - exactly one of `dtl::Metrics evaluate_batch(Batch& batch[, std::int64_t batch_idx])` and
+///     `dtl::Metrics evaluate_full_dataset(Loader& loader)`
+/// and optionally `build_callbacks()`, `evaluation_reducer()`, `get_batch_length(batch)`.
+template <class Derived>
+class PyTorchTrial {
+ public:
+  /// Named callbacks whose hooks the Trainer runs, in this order.
+  [[nodiscard]] Callbacks build_callbacks() { return {}; }
+  /// How evaluate_batch metrics are reduced: one Reducer for all, or a ReducerMap by name.
+  [[nodiscard]] EvaluationReducer evaluation_reducer() { return Reducer::avg; }
+  /// Records in a batch (for throughput); the default searches for the first tensor.
+  template <class B>
+  [[nodiscard]] std::int64_t get_batch_length(const B& batch) {
+    return data_length(batch);
+  }
+
+ protected:
+  PyTorchTrial() = default;
+};
+
+namespace detail {
+
+template <class T>
+using training_loader_t = decltype(std::declval<T&>().build_training_data_loader());
+template <class T>
+using validation_loader_t = decltype(std::declval<T&>().build_validation_data_loader());
+template <class L>
+using loader_batch_t = typename std::remove_cvref_t<L>::batch_type;
+
+}  // namespace detail
+
+// Small named requirements, so a failure names the exact rule that did not hold.
+
+template <class T>
+concept DerivesPyTorchTrial = std::derived_from<T, PyTorchTrial<T>>;
+
+template <class L>
+concept DataLoaderLike = requires { typename std::remove_cvref_t<L>::batch_type; };
+
+template <class T>
+concept HasTrainingDataLoader = requires(T& t) { t.build_training_data_loader(); } &&
+                                DataLoaderLike<detail::training_loader_t<T>>;
+
+template <class T>
+concept HasValidationDataLoader = requires(T& t) { t.build_validation_data_loader(); } &&
+                                  DataLoaderLike<detail::validation_loader_t<T>>;
+
+template <class T>
+concept HasTrainBatch = HasTrainingDataLoader<T> &&
+    requires(T& t, detail::loader_batch_t<detail::training_loader_t<T>>& b, std::int64_t i) {
+      t.train_batch(b, i, i);
+    };
+
+template <class T>
+concept TrainBatchReturnsMetrics = HasTrainBatch<T> &&
+    requires(T& t, detail::loader_batch_t<detail::training_loader_t<T>>& b, std::int64_t i) {
+      { t.train_batch(b, i, i) } -> std::convertible_to<Metrics>;
+    };
+
+template <class T>
+concept HasEvaluateBatchWithIndex = HasValidationDataLoader<T> &&
+    requires(T& t, detail::loader_batch_t<detail::validation_loader_t<T>>& b, std::int64_t i) {
+      t.evaluate_batch(b, i);
+    };
+
+template <class T>
+concept HasEvaluateBatchWithoutIndex = HasValidationDataLoader<T> &&
+    requires(T& t, detail::loader_batch_t<detail::validation_loader_t<T>>& b) { t.evaluate_batch(b); };
+
+/// Determined lets evaluate_batch omit batch_idx.
+template <class T>
+concept HasEvaluateBatch = HasEvaluateBatchWithIndex<T> || HasEvaluateBatchWithoutIndex<T>;
+
+template <class T>
+concept HasEvaluateFullDataset = HasValidationDataLoader<T> &&
+    requires(T& t, detail::validation_loader_t<T>& loader) { t.evaluate_full_dataset(loader); };
+
+namespace detail {
+template <class T>
+decltype(auto) call_evaluate_batch(T& t, loader_batch_t<validation_loader_t<T>>& b, std::int64_t i) {
+  if constexpr (HasEvaluateBatchWithIndex<T>)
+    return t.evaluate_batch(b, i);
+  else
+    return t.evaluate_batch(b);
+}
+}  // namespace detail
+
+template <class T>
+concept EvaluateReturnsMetrics =
+    (HasEvaluateBatch<T> &&
+     requires(T& t, detail::loader_batch_t<detail::validation_loader_t<T>>& b, std::int64_t i) {
+       { detail::call_evaluate_batch(t, b, i) } -> std::convertible_to<Metrics>;
+     }) ||
+    (HasEvaluateFullDataset<T> && requires(T& t, detail::validation_loader_t<T>& loader) {
+      { t.evaluate_full_dataset(loader) } -> std::convertible_to<Metrics>;
+    });
+
+/// A complete trial: what `dtl::Trainer` accepts.
+template <class T>
+concept Trial = DerivesPyTorchTrial<T> && HasTrainingDataLoader<T> && HasValidationDataLoader<T> &&
+                TrainBatchReturnsMetrics<T> && (HasEvaluateBatch<T> != HasEvaluateFullDataset<T>) &&
+                EvaluateReturnsMetrics<T>;
+
+namespace detail {
+
+/// The diagnose ladder: checks each rule of `Trial` in order and stops at the first broken one
+/// with a message that names the rule and shows the fix.
+template <class T>
+consteval bool diagnose_trial() {
+  if constexpr (!DerivesPyTorchTrial<T>) {
+    static_assert(always_false<T>,
+                  "dtl: a trial must derive from dtl::PyTorchTrial<itself> (CRTP): "
+                  "class MyTrial : public dtl::PyTorchTrial<MyTrial> { ... };");
+  } else if constexpr (!HasTrainingDataLoader<T>) {
+    static_assert(always_false<T>,
+                  "dtl: the trial has no build_training_data_loader() returning a dtl::DataLoader. Add: "
+                  "auto build_training_data_loader() { return dtl::DataLoader(train_set, {.batch_size = "
+                  "ctx.get_per_slot_batch_size(), .shuffle = true}); }");
+  } else if constexpr (!HasValidationDataLoader<T>) {
+    static_assert(always_false<T>,
+                  "dtl: the trial has no build_validation_data_loader() returning a dtl::DataLoader. Add: "
+                  "auto build_validation_data_loader() { return dtl::DataLoader(val_set, {.batch_size = "
+                  "ctx.get_per_slot_batch_size()}); }");
+  } else if constexpr (!HasTrainBatch<T>) {
+    static_assert(always_false<T>,
+                  "dtl: train_batch has the wrong parameters. It must be callable as "
+                  "train_batch(Batch& batch, std::int64_t epoch_idx, std::int64_t batch_idx), where Batch is "
+                  "the batch_type of build_training_data_loader()'s loader.");
+  } else if constexpr (!TrainBatchReturnsMetrics<T>) {
+    static_assert(always_false<T>,
+                  "dtl: train_batch must return dtl::Metrics (e.g. return {{\"loss\", loss}};) or the loss "
+                  "torch::Tensor, which becomes {\"loss\": loss}.");
+  } else if constexpr (HasEvaluateBatch<T> && HasEvaluateFullDataset<T>) {
+    static_assert(always_false<T>,
+                  "dtl: the trial defines both evaluate_batch and evaluate_full_dataset; define exactly one "
+                  "(evaluate_batch lets dtl shard and reduce validation for you).");
+  } else if constexpr (!HasEvaluateBatch<T> && !HasEvaluateFullDataset<T>) {
+    static_assert(always_false<T>,
+                  "dtl: the trial defines neither evaluate_batch nor evaluate_full_dataset; define exactly one: "
+                  "dtl::Metrics evaluate_batch(Batch& batch, std::int64_t batch_idx) or "
+                  "dtl::Metrics evaluate_full_dataset(Loader& loader).");
+  } else if constexpr (!EvaluateReturnsMetrics<T>) {
+    static_assert(always_false<T>,
+                  "dtl: evaluate_batch / evaluate_full_dataset must return dtl::Metrics, e.g. "
+                  "return {{\"validation_loss\", loss}, {\"accuracy\", acc}};");
+  }
+  return true;
+}
+
+}  // namespace detail
+}  // namespace dtl
+
+#endif  // DTL_TRIAL_HPP

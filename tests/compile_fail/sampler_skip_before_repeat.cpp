@@ -1,0 +1,11 @@
+// expect: skip() before repeat() would skip again in every epoch
+// The sampler order grammar: skip() must come after repeat().
+#include <dtl/samplers/pipeline.hpp>
+
+int main() {
+  using namespace dtl::samplers;
+  auto fine = sequential(10) | shuffle(1) | batch(2) | repeat() | shard(0, 2) | skip(3);
+  (void)fine.begin();
+  (void)(sequential(10) | batch(2) | skip(3) | repeat());  // the misuse
+  return 0;
+}

@@ -1,0 +1,6 @@
+// expect: has no build_training_data_loader()
+#include "trial_base.hpp"
+struct T : dtl::PyTorchTrial<T> {
+  DTL_CF_CTOR(T) DTL_CF_VAL_LOADER DTL_CF_TRAIN_BATCH DTL_CF_EVALUATE_BATCH DTL_CF_MEMBERS
+};
+template void use_trial<T>();

@@ -1,0 +1,76 @@
+#include "../prelude.hpp"
+
+namespace {
+dtl::Metrics one(const char* k, double v) { return dtl::Metrics{{k, torch::tensor(v)}}; }
+}  // namespace
+
+TEST_CASE("built-in reducers: Determined's test vector (semantics §5.1)") {
+  auto x = torch::tensor({0.25, 0.5, 0.75, 1.0, 25.5, 1.9});
+  CHECK(dtl::detail::reduce_per_slot(dtl::Reducer::avg, x) == doctest::Approx(4.98).epsilon(1e-3));  // reference rounds to 2 places
+  CHECK(dtl::detail::reduce_per_slot(dtl::Reducer::sum, x) == doctest::Approx(29.9));
+  CHECK(dtl::detail::reduce_per_slot(dtl::Reducer::min, x) == doctest::Approx(0.25));
+  CHECK(dtl::detail::reduce_per_slot(dtl::Reducer::max, x) == doctest::Approx(25.5));
+  // Weighted cross-slot average: each value a slot with that many batches.
+  std::vector<dtl::detail::SlotValue> slots;
+  const double vals[] = {0.25, 0.5, 0.75, 1, 25.5, 1.9};
+  const std::int64_t w[] = {1, 2, 5, 4, 5, 6};
+  for (int i = 0; i < 6; ++i) slots.push_back({vals[i], w[i]});
+  CHECK(dtl::detail::reduce_cross_slot(dtl::Reducer::avg, slots) == doctest::Approx(6.43).epsilon(1e-3));
+}
+
+TEST_CASE("T13: two ranks [1,2,3] and [4,5] reduce to AVG 3, SUM 15, MAX 5, MIN 1") {
+  for (auto [r, want] : {std::pair{dtl::Reducer::avg, 3.0}, {dtl::Reducer::sum, 15.0}, {dtl::Reducer::max, 5.0},
+                         {dtl::Reducer::min, 1.0}}) {
+    std::vector<dtl::detail::SlotValue> slots = {
+        {dtl::detail::reduce_per_slot(r, torch::tensor({1.0, 2.0, 3.0})), 3},
+        {dtl::detail::reduce_per_slot(r, torch::tensor({4.0, 5.0})), 2},
+        {0.0, 0},  // a rank with no batches is dropped
+    };
+    CHECK(dtl::detail::reduce_cross_slot(r, slots) == doctest::Approx(want));
+  }
+}
+
+TEST_CASE("T13: a vector metric collapses to a scalar under AVG; key sets must match") {
+  dtl::detail::MetricCollector c;
+  c.add(dtl::Metrics{{"v", torch::tensor({1.0, 2.0})}}, "validation");
+  c.add(dtl::Metrics{{"v", torch::tensor({3.0, 4.0})}}, "validation");
+  auto slots = dtl::detail::reduce_validation_slot(c, dtl::Reducer::avg);
+  REQUIRE(slots.size() == 1);
+  CHECK(slots[0].value == doctest::Approx(2.5));
+  CHECK(slots[0].num_batches == 2);
+  CHECK_THROWS_WITH_AS(c.add(one("w", 1), "validation"), doctest::Contains("same names in every batch"),
+                       std::invalid_argument);
+}
+
+TEST_CASE("per-metric reducer maps must name every metric") {
+  dtl::detail::MetricCollector c;
+  c.add(dtl::Metrics{{"a", 1.0}, {"b", 5.0}}, "validation");
+  c.add(dtl::Metrics{{"a", 3.0}, {"b", 2.0}}, "validation");
+  auto slots = dtl::detail::reduce_validation_slot(c, dtl::ReducerMap{{"a", dtl::Reducer::sum}, {"b", dtl::Reducer::max}});
+  CHECK(slots[0].value == doctest::Approx(4.0));
+  CHECK(slots[1].value == doctest::Approx(5.0));
+  CHECK_THROWS_WITH(dtl::detail::reduce_validation_slot(c, dtl::ReducerMap{{"a", dtl::Reducer::sum}}),
+                    doctest::Contains("keys must match"));
+}
+
+TEST_CASE("training metrics: mean over batches, vectors stay vectors, ragged values become null") {
+  dtl::detail::MetricCollector c;
+  c.add(dtl::Metrics{{"loss", torch::tensor(1.0)}, {"v", torch::tensor({1.0, 2.0})}, {"r", torch::ones({1})}}, "t");
+  c.add(dtl::Metrics{{"loss", torch::tensor(3.0)}, {"v", torch::tensor({3.0, 4.0})}, {"r", torch::ones({2})}}, "t");
+  auto rep = dtl::detail::reduce_training(c);
+  CHECK(rep.avg_metrics["loss"].get<double>() == doctest::Approx(2.0));
+  CHECK(rep.avg_metrics["v"][1].get<double>() == doctest::Approx(3.0));
+  CHECK(rep.avg_metrics["r"].is_null());
+  REQUIRE(rep.batch_metrics.size() == 2);
+  CHECK(rep.batch_metrics[1]["loss"].get<double>() == doctest::Approx(3.0));
+}
+
+TEST_CASE("Metrics: a bare loss tensor becomes {\"loss\": t}; numbers are allowed") {
+  dtl::Metrics m(torch::tensor(0.5));
+  CHECK(m.size() == 1);
+  CHECK(m.at("loss").tensor().item<double>() == doctest::Approx(0.5));
+  dtl::Metrics n{{"acc", 0.75}, {"count", 3}};
+  CHECK(n.at("acc").number() == doctest::Approx(0.75));
+  CHECK(n.at("count").as_tensor().item<double>() == doctest::Approx(3.0));
+  CHECK_THROWS(n.at("missing"));
+}

@@ -1,0 +1,129 @@
+// Small trials and callbacks shared by the trainer tests.
+#ifndef DTL_TESTS_CORE_TEST_TRIALS_HPP
+#define DTL_TESTS_CORE_TEST_TRIALS_HPP
+
+#include "../prelude.hpp"
+
+#include <filesystem>
+#include <random>
+
+namespace test {
+
+inline std::filesystem::path temp_run_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("dtl-test-" + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+/// What the trainer did, as seen from the trial and its callbacks.
+struct Record {
+  std::int64_t batches = 0;  // batches trained, counted by train_batch
+  std::vector<std::int64_t> validations, checkpoints, workloads;
+  std::vector<std::int64_t> epoch_starts, epoch_ends;
+  std::vector<double> weights;  // after each train_batch
+  std::vector<std::int64_t> lr_steps;  // batch index at each LR scheduler step
+  int trial_startups = 0, training_starts = 0, shutdowns = 0, validation_batches = 0;
+  std::vector<dtl::MetricsJson> workload_metrics;
+  std::vector<dtl::MetricsJson> validation_metrics;
+};
+
+class RecordingCallback : public dtl::PyTorchCallback {
+ public:
+  explicit RecordingCallback(Record& r) : r_(r) {}
+  void on_trial_startup(std::int64_t, const std::optional<std::string>&) override { ++r_.trial_startups; }
+  void on_training_start() override { ++r_.training_starts; }
+  void on_training_epoch_start(std::int64_t e) override { r_.epoch_starts.push_back(e); }
+  void on_training_epoch_end(std::int64_t e) override { r_.epoch_ends.push_back(e); }
+  void on_training_workload_end(const dtl::MetricsJson& avg, const std::vector<dtl::MetricsJson>&) override {
+    r_.workloads.push_back(r_.batches);
+    r_.workload_metrics.push_back(avg);
+  }
+  void on_validation_end(const dtl::MetricsJson& m) override {
+    r_.validations.push_back(r_.batches);
+    r_.validation_metrics.push_back(m);
+  }
+  void on_checkpoint_write_end(const std::filesystem::path&) override { r_.checkpoints.push_back(r_.batches); }
+  void on_trial_shutdown() override { ++r_.shutdowns; }
+
+ private:
+  Record& r_;
+};
+
+/// Counts its steps into the record, with the batch index it was stepped at.
+struct CountingScheduler {
+  Record* r;
+  dtl::PyTorchTrialContext* ctx;
+  void step() { r->lr_steps.push_back(ctx->current_train_batch()); }
+};
+
+/// Linear(1, 1, no bias) from w0 = 0, MSE against the label; data x_i = 1 + 0.1 i with label
+/// x_i (Determined's IdentityDataset), or all ones (OneVar).
+class LinearTrial : public dtl::PyTorchTrial<LinearTrial> {
+ public:
+  struct Options {
+    std::int64_t train_size = 64;
+    std::int64_t val_size = 16;
+    bool identity = false;
+    bool stop_at_30 = false;
+    std::optional<std::pair<dtl::StepMode, std::int64_t>> lr_mode;
+  };
+
+  LinearTrial(dtl::PyTorchTrialContext& ctx, Record& rec, Options o) : ctx_(ctx), rec_(rec), o_(o) {
+    model_ = ctx.wrap_model(torch::nn::Linear(torch::nn::LinearOptions(1, 1).bias(false)));
+    {
+      torch::NoGradGuard g;
+      model_->weight.zero_();
+    }
+    opt_ = ctx.wrap_optimizer(torch::optim::SGD(model_->parameters(), ctx.get_hparam<double>("learning_rate")));
+    if (o.lr_mode) ctx.wrap_lr_scheduler(CountingScheduler{&rec, &ctx}, o.lr_mode->first, o.lr_mode->second);
+  }
+
+  auto build_training_data_loader() { return dtl::DataLoader(data(o_.train_size), {.batch_size = bs()}); }
+  auto build_validation_data_loader() { return dtl::DataLoader(data(o_.val_size), {.batch_size = bs()}); }
+  dtl::Callbacks build_callbacks() { return {{"recorder", std::make_shared<RecordingCallback>(rec_)}}; }
+
+  dtl::Metrics train_batch(std::tuple<torch::Tensor, torch::Tensor>& batch, std::int64_t, std::int64_t batch_idx) {
+    auto& [x, y] = batch;
+    auto loss = torch::mse_loss(model_(x), y);
+    ctx_.backward(loss);
+    ctx_.step_optimizer(opt_);
+    ++rec_.batches;
+    rec_.weights.push_back(model_->weight.item<double>());
+    if (o_.stop_at_30 && batch_idx + 1 >= 30) ctx_.set_stop_requested(true);
+    return {{"loss", loss}};
+  }
+  dtl::Metrics evaluate_batch(std::tuple<torch::Tensor, torch::Tensor>& batch, std::int64_t) {
+    ++rec_.validation_batches;
+    auto& [x, y] = batch;
+    return {{"validation_loss", torch::mse_loss(model_(x), y)}};
+  }
+
+  [[nodiscard]] double weight() const { return model_->weight.item<double>(); }
+
+ private:
+  std::int64_t bs() const { return ctx_.get_per_slot_batch_size(); }
+  dtl::TensorDataset<2> data(std::int64_t n) const {
+    auto x = o_.identity ? (1.0 + 0.1 * torch::arange(n, torch::kFloat64)).to(torch::kFloat32).unsqueeze(1)
+                         : torch::ones({n, 1});
+    return dtl::TensorDataset(x, x.clone());
+  }
+
+  dtl::PyTorchTrialContext& ctx_;
+  Record& rec_;
+  Options o_;
+  torch::nn::Linear model_{nullptr};
+  std::shared_ptr<torch::optim::SGD> opt_;
+};
+
+inline dtl::InitOptions init_options(const std::string& name, std::int64_t gbs = 4, double lr = 0.001,
+                                     std::int64_t aggregation = 1) {
+  return {.hparams = {{"learning_rate", lr}, {"global_batch_size", gbs}},
+          .aggregation_frequency = aggregation,
+          .seed = 1,
+          .run_dir = temp_run_dir(name)};
+}
+
+}  // namespace test
+
+#endif  // DTL_TESTS_CORE_TEST_TRIALS_HPP

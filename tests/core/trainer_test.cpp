@@ -1,0 +1,175 @@
+#include "test_trials.hpp"
+
+using test::LinearTrial;
+using test::Record;
+using V = std::vector<std::int64_t>;
+
+namespace {
+Record run(dtl::FitOptions fit, LinearTrial::Options o = {}, std::int64_t gbs = 4, std::int64_t aggregation = 1) {
+  Record rec;
+  auto ctx = dtl::init(test::init_options("trainer", gbs, 0.001, aggregation));
+  LinearTrial trial(ctx, rec, o);
+  dtl::Trainer trainer(trial, ctx);
+  trainer.fit(std::move(fit));
+  std::filesystem::remove_all(ctx.run_dir());
+  return rec;
+}
+}  // namespace
+
+TEST_CASE("T1: Determined's test_trainer_callbacks counts and positions") {
+  // 64 examples, gbs 4: epoch_len 16; max 2 epochs, checkpoints every 5, validation every 10.
+  auto r = run({.max_length = dtl::Epoch{2}, .validation_period = dtl::Batch{10}, .checkpoint_period = dtl::Batch{5},
+                .checkpoint_policy = dtl::CheckpointPolicy::all});
+  CHECK(r.validations == V{10, 20, 30, 32});
+  CHECK(r.checkpoints == V{5, 10, 15, 20, 25, 30, 32});
+  CHECK(r.workloads == V{5, 10, 15, 20, 25, 30, 32});
+  CHECK(r.trial_startups == 1);
+  CHECK(r.training_starts == 1);
+  CHECK(r.epoch_starts == V{0, 1});
+  CHECK(r.epoch_ends == V{0, 1});
+  CHECK(r.shutdowns == 1);
+}
+
+TEST_CASE("T2: callbacks on a 64-batch run, epoch_len 32") {
+  LinearTrial::Options o{.train_size = 128};
+  dtl::FitOptions base{.max_length = dtl::Batch{64}, .reporting_period = dtl::Batch::never(),
+                       .checkpoint_policy = dtl::CheckpointPolicy::all};
+  SUBCASE("(a) no periods") {
+    auto r = run(base, o);
+    CHECK(r.workloads == V{64});
+    CHECK(r.validations == V{64});
+    CHECK(r.checkpoints == V{64});
+  }
+  SUBCASE("(b) validation every 32") {
+    auto f = base;
+    f.validation_period = dtl::Batch{32};
+    auto r = run(f, o);
+    CHECK(r.workloads == V{32, 64});
+    CHECK(r.validations == V{32, 64});
+    CHECK(r.checkpoints == V{32, 64});
+  }
+  SUBCASE("(c) checkpoint every 32") {
+    auto f = base;
+    f.checkpoint_period = dtl::Batch{32};
+    auto r = run(f, o);
+    CHECK(r.workloads == V{32, 64});
+    CHECK(r.validations == V{64});
+    CHECK(r.checkpoints == V{32, 64});
+  }
+}
+
+TEST_CASE("T3: epoch-based validation and schedules") {
+  SUBCASE("val = Epoch(1), max = Batch(25), epoch_len 10") {
+    auto r = run({.max_length = dtl::Batch{25}, .validation_period = dtl::Epoch{1},
+                  .checkpoint_policy = dtl::CheckpointPolicy::none},
+                 {.train_size = 40});
+    CHECK(r.validations == V{10, 20, 25});
+    CHECK(r.epoch_starts.size() == 3);
+    CHECK(r.epoch_ends.size() == 2);
+  }
+  SUBCASE("val = Batch([3, 7]), max = Batch(12), policy none") {
+    auto r = run({.max_length = dtl::Batch{12}, .validation_period = dtl::Batch{{3, 7}},
+                  .checkpoint_policy = dtl::CheckpointPolicy::none});
+    CHECK(r.validations == V{3, 7, 12});
+    CHECK(r.checkpoints == V{12});
+  }
+}
+
+TEST_CASE("T4: a training report every reporting_period") {
+  auto r = run({.max_length = dtl::Batch{100}, .reporting_period = dtl::Batch{10},
+                .checkpoint_policy = dtl::CheckpointPolicy::none},
+               {.train_size = 400});
+  CHECK(r.workloads == V{10, 20, 30, 40, 50, 60, 70, 80, 90, 100});
+}
+
+TEST_CASE("T5: test mode, stop requests, step-zero validation") {
+  SUBCASE("test mode trains one batch, validates one batch, checkpoints once") {
+    auto r = run({.max_length = dtl::Batch{100}, .test_mode = true});
+    CHECK(r.batches == 1);
+    CHECK(r.validations == V{1});
+    CHECK(r.validation_batches == 1);
+    CHECK(r.checkpoints == V{1});
+  }
+  SUBCASE("a stop requested at batch 30 checkpoints at 30 and skips further validation") {
+    auto r = run({.max_length = dtl::Batch{100}, .validation_period = dtl::Batch{25},
+                  .reporting_period = dtl::Batch{10}, .checkpoint_policy = dtl::CheckpointPolicy::none},
+                 {.train_size = 400, .stop_at_30 = true});
+    CHECK(r.batches == 30);
+    CHECK(r.validations == V{25});
+    CHECK(r.checkpoints == V{30});
+  }
+  SUBCASE("step-zero validation") {
+    auto r = run({.max_length = dtl::Batch{20}, .validation_period = dtl::Batch{5},
+                  .checkpoint_policy = dtl::CheckpointPolicy::none, .step_zero_validation = true});
+    CHECK(r.validations == V{0, 5, 10, 15, 20});
+  }
+}
+
+TEST_CASE("T6: resuming with max_length <= batches done trains and validates nothing") {
+  Record first, second;
+  auto opts = test::init_options("t6");
+  {
+    auto ctx = dtl::init(opts);
+    LinearTrial trial(ctx, first, {});
+    dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{10}, .checkpoint_policy = dtl::CheckpointPolicy::none});
+  }
+  REQUIRE(first.checkpoints == V{10});
+  auto ctx = dtl::init(opts);
+  LinearTrial trial(ctx, second, {});
+  dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{10},
+                                .latest_checkpoint = dtl::detail::Checkpointer(opts.run_dir.value() / "checkpoints")
+                                                         .resolve("latest")});
+  CHECK(second.batches == 0);
+  CHECK(second.workloads.empty());
+  CHECK(second.validations.empty());
+  CHECK(trial.weight() == doctest::Approx(1.0 - std::pow(0.998, 10)).epsilon(1e-6));
+  std::filesystem::remove_all(opts.run_dir.value());
+}
+
+TEST_CASE("T9: OneVar matches the analytic solution w_n = 1 - 0.998^n") {
+  Record rec;
+  auto ctx = dtl::init(test::init_options("onevar"));
+  LinearTrial trial(ctx, rec, {.train_size = 64});
+  dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{100}, .reporting_period = dtl::Batch{10},
+                                .checkpoint_policy = dtl::CheckpointPolicy::none});
+  CHECK(trial.weight() == doctest::Approx(0.181433).epsilon(1e-5));
+  for (std::size_t n = 0; n < rec.weights.size(); ++n)
+    CHECK(rec.weights[n] == doctest::Approx(1.0 - std::pow(0.998, static_cast<double>(n + 1))).epsilon(1e-5));
+  REQUIRE(rec.workload_metrics.size() == 10);
+  CHECK(rec.workload_metrics[0]["loss"].get<double>() == doctest::Approx(0.982208).epsilon(1e-5));
+  CHECK(rec.workload_metrics[1]["loss"].get<double>() == doctest::Approx(0.943658).epsilon(1e-5));
+  REQUIRE(rec.validation_metrics.size() == 1);
+  CHECK(rec.validation_metrics[0]["validation_loss"].get<double>() == doctest::Approx(0.670052).epsilon(1e-5));
+  for (std::size_t i = 1; i < rec.workload_metrics.size(); ++i)
+    CHECK(rec.workload_metrics[i]["loss"].get<double>() <= rec.workload_metrics[i - 1]["loss"].get<double>());
+  std::filesystem::remove_all(ctx.run_dir());
+}
+
+TEST_CASE("T12: gradient aggregation averages aggregated gradients and steps every A batches") {
+  auto r = run({.max_length = dtl::Batch{8}, .validation_period = dtl::Batch{1},
+                .checkpoint_policy = dtl::CheckpointPolicy::none},
+               {.identity = true}, 4, 2);
+  const double want[] = {0, 0.00375, 0.00375, 0.013064937, 0.013064937, 0.03034617, 0.03034617, 0.057719498};
+  REQUIRE(r.weights.size() == 8);
+  for (int i = 0; i < 8; ++i) CHECK(r.weights[i] == doctest::Approx(want[i]).epsilon(1e-6));
+}
+
+TEST_CASE("LR auto-stepping positions (semantics §2.5 table)") {
+  auto steps = [](std::int64_t a, std::int64_t f, std::int64_t l, dtl::StepMode m) {
+    return run({.max_length = dtl::Batch{12}, .checkpoint_policy = dtl::CheckpointPolicy::none},
+               {.train_size = 4 * l, .lr_mode = std::pair{m, f}}, 4, a)
+        .lr_steps;
+  };
+  using M = dtl::StepMode;
+  CHECK(steps(1, 1, 4, M::every_batch).size() == 12);
+  CHECK(steps(1, 1, 4, M::every_optimizer_step).size() == 12);
+  CHECK(steps(1, 1, 4, M::every_epoch) == V{3, 7, 11});
+  CHECK(steps(2, 1, 4, M::every_batch) == V{1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11});
+  CHECK(steps(2, 1, 4, M::every_optimizer_step) == V{1, 3, 5, 7, 9, 11});
+  CHECK(steps(2, 1, 4, M::every_epoch) == V{3, 7, 11});
+  CHECK(steps(2, 2, 4, M::every_batch).size() == 6);
+  CHECK(steps(2, 2, 4, M::every_optimizer_step).size() == 6);
+  CHECK(steps(2, 2, 4, M::every_epoch) == V{7});
+  CHECK(steps(2, 1, 3, M::every_epoch) == V{1, 5, 7, 11});
+  CHECK(steps(1, 1, 4, M::manual).empty());
+}
