@@ -12,13 +12,19 @@
 
 namespace dtl::samplers {
 
-/// The requirements a DataLoader places on a sampler pipeline, each named so a failure says which.
+/// Saves and restores its position as a sampler_state (one of Sampler's requirements, named so a
+/// failure says which).
+///
+///     template <ResumableRange P> void checkpoint(const P& p) { write(p.state()); }
 template <class P>
 concept ResumableRange = requires(P& p, const P& cp, const sampler_state& state) {
   { cp.state() } -> std::same_as<sampler_state>;
   p.restore(state);
 };
 
+/// Reports Determined's `len` (size()) and the chief's epoch length (epoch_length()).
+///
+///     static_assert(HasDeterminedLength<decltype(sequential(10) | batch(3))>);
 template <class P>
 concept HasDeterminedLength = requires(const P& cp) {
   { cp.size() } -> std::same_as<std::int64_t>;
@@ -36,10 +42,14 @@ concept Sampler = std::ranges::input_range<P> && HasDeterminedLength<P> && Resum
                   };
 
 /// A sampler yielding single indices (no batch() stage).
+///
+///     static_assert(IndexSampler<decltype(sequential(10) | shuffle(1))>);
 template <class P>
 concept IndexSampler = Sampler<P> && std::same_as<std::ranges::range_value_t<P>, std::int64_t>;
 
 /// A sampler yielding batches, `std::span<const std::int64_t>` (torch's batch_sampler).
+///
+///     static_assert(BatchSampler<decltype(sequential(10) | batch(2) | repeat())>);
 template <class P>
 concept BatchSampler = Sampler<P> && std::same_as<std::ranges::range_value_t<P>, std::span<const std::int64_t>>;
 

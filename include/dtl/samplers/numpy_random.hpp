@@ -8,6 +8,7 @@
 #define DTL_SAMPLERS_NUMPY_RANDOM_HPP
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -70,9 +71,10 @@ class NumpyRandomState {
   /// Continues from a state saved with state().
   explicit NumpyRandomState(const mt19937_state& saved) { set_state(saved); }
 
+  /// The generator as plain data, e.g. for a checkpoint.
   [[nodiscard]] mt19937_state state() const noexcept { return {key_, pos_}; }
 
-  /// Throws dtl::DataError for `pos > 624`, which no generator can be in (numpy would read past
+  /// Continues from `saved`. Throws dtl::DataError for `pos > 624`, which no generator can be in (numpy would read past
   /// its key array).
   void set_state(const mt19937_state& saved) {
     if (saved.pos > state_words) {

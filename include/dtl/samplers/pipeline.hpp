@@ -259,8 +259,13 @@ auto from(R&& range) {
   }
 }
 
-/// Appends a stage. Misordered stages fail to compile with a message naming the rule (order.hpp);
-/// a left side that is neither a pipeline nor a range of indices fails too.
+/// Appends a stage, returning a new pipeline type (an lvalue pipeline is copied, an rvalue moved).
+/// Misordered stages fail to compile with a message naming the rule (order.hpp); a left side that
+/// is neither a pipeline nor a range of indices fails too.
+///
+///     auto validation = sequential(n) | batch(b) | shard(rank, world);
+///     auto training = sequential(n) | shuffle(seed) | batch(b) | repeat() | shard(rank, world) | skip(k);
+///     // sequential(n) | repeat() | shuffle(seed)   -> error: "dtl: shuffle() after repeat() never ends ..."
 template <class Left, class Stage>
   requires detail::is_stage<std::remove_cvref_t<Stage>>
 auto operator|(Left&& left, Stage&& stage) {

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The whole test suite: install what is missing, build, run every test, and end with one line
+# "N passed, N failed" computed from the real results (doctest cases, compile-fail cases,
+# example runs). Exit status 0 only if nothing failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh || exit 1
+if [ ! -f build/build.ninja ]; then
+  meson setup build -Dtests=true -Dexamples=true >/dev/null || exit 1
+fi
+ninja -C build || { echo "0 passed, 1 failed"; exit 1; }
+
+passed=0
+failed=0
+log=$(mktemp -d)
+
+doctest_suite() {  # name, binary
+  local name=$1 bin=$2 summary p f
+  echo "== $name"
+  "$bin" --no-intro >"$log/$name.out" 2>&1
+  local rc=$?
+  grep -E '^(\[doctest\] (test cases|assertions|Status)|.*ERROR|.*FATAL)' "$log/$name.out" | tail -n 40
+  summary=$(grep '^\[doctest\] test cases' "$log/$name.out" | tail -n1)
+  p=$(sed -E 's/.*\| *([0-9]+) passed.*/\1/' <<<"$summary")
+  f=$(sed -E 's/.*\| *([0-9]+) failed.*/\1/' <<<"$summary")
+  if [ -z "$summary" ]; then p=0; f=1; echo "$name: no doctest summary (crashed? rc=$rc)"; tail -n 20 "$log/$name.out"; fi
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$name: exit status $rc"; fi
+  passed=$((passed + p)); failed=$((failed + f))
+}
+
+check() {  # name, command...: one case, passed when the command succeeds
+  local name=$1; shift
+  if "$@" >"$log/$name.out" 2>&1; then echo "PASS $name"; passed=$((passed + 1))
+  else echo "FAIL $name"; tail -n 20 "$log/$name.out"; failed=$((failed + 1)); fi
+}
+
+[ -x build/tests/dtl_core_tests ] && doctest_suite core build/tests/dtl_core_tests
+doctest_suite torch build/tests/dtl_tests
+
+echo "== compile-fail"
+cf_flags=(-Iinclude -isystem /usr/include -isystem /usr/include/torch/csrc/api/include
+          -D_GLIBCXX_USE_CXX11_ABI=1 -DUSE_DISTRIBUTED -DUSE_C10D_GLOO)
+tests/compile_fail/run.sh g++-12 "${cf_flags[@]}" >"$log/cf.out" 2>&1
+cat "$log/cf.out"
+cf=$(grep '^compile-fail:' "$log/cf.out" | tail -n1)
+if [ -n "$cf" ]; then
+  passed=$((passed + $(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$cf")))
+  failed=$((failed + $(sed -E 's/.*, ([0-9]+) failed.*/\1/' <<<"$cf")))
+else
+  failed=$((failed + 1))
+fi
+
+echo "== examples"
+run=$(mktemp -d)
+check onevar_analytic bash -c "build/examples/onevar --run-dir '$run/onevar' --max-length batches=100 | grep -q 'w = 0.18143'"
+check onevar_metrics_jsonl bash -c "test \$(grep -c '\"type\":\"training\"' '$run/onevar/metrics.jsonl') -eq 1"
+check onevar_bad_flag bash -c "build/examples/onevar --max-lenght batches=1 2>&1 | grep -q \"did you mean '--max-length'\"; test \${PIPESTATUS[0]} -eq 2"
+check fashion_mnist_test_mode build/examples/fashion_mnist --test-mode --run-dir "$run/fmnist"
+check fashion_mnist_checkpoint bash -c "test -f '$run/fmnist/checkpoints/latest' && test -f '$run/fmnist/checkpoints/'\$(cat '$run/fmnist/checkpoints/latest')/metadata.json"
+check fashion_mnist_missing_data bash -c "build/examples/fashion_mnist --test-mode --run-dir '$run/x' --hparam data_dir=/nonexistent 2>&1 | grep -q 'apt-get install dataset-fashion-mnist'"
+rm -rf "$run" "$log"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
