@@ -38,7 +38,7 @@ check() {  # name, command...: one case, passed when the command succeeds
 doctest_suite torch build/tests/dtl_tests
 
 echo "== compile-fail"
-cf_flags=(-Iinclude -isystem /usr/include -isystem /usr/include/torch/csrc/api/include
+cf_flags=(-Iinclude -isystem /usr/include/torch/csrc/api/include
           -D_GLIBCXX_USE_CXX11_ABI=1 -DUSE_DISTRIBUTED -DUSE_C10D_GLOO)
 tests/compile_fail/run.sh g++-12 "${cf_flags[@]}" >"$log/cf.out" 2>&1
 cat "$log/cf.out"

@@ -8,8 +8,8 @@ TEST_CASE("data_length recurses through nested batches (Determined's does not)")
   CHECK(dtl::data_length(nested) == 5);
   CHECK(dtl::data_length(std::pair{nested, t}) == 5);
   CHECK(dtl::data_length(std::vector<double>{1, 2, 3}) == 3);
-  CHECK_THROWS_AS(dtl::data_length(torch::tensor(1.0)), dtl::DataError);
-  CHECK_THROWS_AS(dtl::data_length(std::vector<torch::Tensor>{}), dtl::DataError);
+  CHECK_THROWS_AS(static_cast<void>(dtl::data_length(torch::tensor(1.0))), dtl::DataError);
+  CHECK_THROWS_AS(static_cast<void>(dtl::data_length(std::vector<torch::Tensor>{})), dtl::DataError);
 }
 
 TEST_CASE("to_device keeps structure, moves tensors, passes other values through") {
