@@ -34,7 +34,7 @@ check() {  # name, command...: one case, passed when the command succeeds
   else echo "FAIL $name"; tail -n 20 "$log/$name.out"; failed=$((failed + 1)); fi
 }
 
-[ -x build/tests/dtl_core_tests ] && doctest_suite core build/tests/dtl_core_tests
+doctest_suite core build/tests/dtl_core_tests
 doctest_suite torch build/tests/dtl_tests
 
 echo "== compile-fail"
@@ -53,7 +53,8 @@ fi
 echo "== examples"
 run=$(mktemp -d)
 check onevar_analytic bash -c "build/examples/onevar --run-dir '$run/onevar' --max-length batches=100 | grep -q 'w = 0.18143'"
-check onevar_metrics_jsonl bash -c "test \$(grep -c '\"type\":\"training\"' '$run/onevar/metrics.jsonl') -eq 1"
+# Validation every 50 of 100 batches: workloads end at 50 and 100, each reporting training metrics.
+check onevar_metrics_jsonl bash -c "test \$(grep -c '\"type\":\"training\"' '$run/onevar/metrics.jsonl') -eq 2 && test \$(grep -c '\"type\":\"validation\",\"steps_completed\":100' '$run/onevar/metrics.jsonl') -eq 1"
 check onevar_bad_flag bash -c "build/examples/onevar --max-lenght batches=1 2>&1 | grep -q \"did you mean '--max-length'\"; test \${PIPESTATUS[0]} -eq 2"
 check fashion_mnist_test_mode build/examples/fashion_mnist --test-mode --run-dir "$run/fmnist"
 check fashion_mnist_checkpoint bash -c "test -f '$run/fmnist/checkpoints/latest' && test -f '$run/fmnist/checkpoints/'\$(cat '$run/fmnist/checkpoints/latest')/metadata.json"

@@ -1,0 +1,74 @@
+#include "test_trials.hpp"
+
+#include <fstream>
+
+TEST_CASE("context: hyperparameters, batch sizes and errors that name the problem") {
+  auto ctx = dtl::init({.hparams = {{"lr", 0.5}, {"global_batch_size", 8}, {"name", "x"}},
+                        .seed = 3,
+                        .run_dir = test::temp_run_dir("ctx")});
+  CHECK(ctx.get_hparam<double>("lr") == 0.5);
+  CHECK(ctx.get_per_slot_batch_size() == 8);
+  CHECK(ctx.get_global_batch_size() == 8);
+  CHECK(ctx.get_trial_seed() == 3);
+  CHECK_THROWS_WITH_AS(static_cast<void>(ctx.get_hparam<double>("learning_rate")), doctest::Contains("learning_rate"),
+                       dtl::ConfigError);
+  CHECK_THROWS_WITH_AS(static_cast<void>(ctx.get_hparam<double>("name")), doctest::Contains("name"), dtl::ConfigError);
+  // Before training starts, where-are-we accessors have no answer (Determined's InternalException).
+  CHECK_THROWS_AS(static_cast<void>(ctx.current_train_batch()), dtl::InternalException);
+  CHECK_THROWS_AS(static_cast<void>(ctx.is_epoch_end()), dtl::InternalException);
+  CHECK_FALSE(ctx.get_stop_requested());
+  ctx.set_stop_requested(true);
+  CHECK(ctx.get_stop_requested());
+  std::filesystem::remove_all(ctx.run_dir());
+}
+
+TEST_CASE("context: auto_zero_grads=false with aggregation is refused; unknown optimizers too") {
+  auto ctx = dtl::init({.hparams = {{"global_batch_size", 4}}, .aggregation_frequency = 2, .seed = 1,
+                        .run_dir = test::temp_run_dir("ctx2")});
+  auto lin = ctx.wrap_model(torch::nn::Linear(1, 1));
+  auto opt = ctx.wrap_optimizer(torch::optim::SGD(lin->parameters(), 0.1));
+  CHECK_THROWS_AS(ctx.step_optimizer(opt, dtl::NoClip{}, false), dtl::InvalidExperimentException);
+  auto stray = std::make_shared<torch::optim::SGD>(lin->parameters(), 0.1);
+  CHECK_NOTHROW(ctx.step_optimizer(stray));  // batch 0 of 2 is not an update batch: nothing happens
+  std::filesystem::remove_all(ctx.run_dir());
+}
+
+TEST_CASE("fit: the experiment config overrides code, the command line overrides both") {
+  const auto dir = test::temp_run_dir("cfg");
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir / "exp.yaml") << "hyperparameters:\n  learning_rate: 0.001\n  global_batch_size: 4\n"
+                                       "searcher:\n  metric: validation_loss\n  max_length: {batches: 12}\n"
+                                       "min_validation_period: {batches: 4}\n";
+  }
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"prog", "--config", (dir / "exp.yaml").string(), "--run-dir", (dir / "run").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<const char*> argv;
+    for (auto& a : args) argv.push_back(a.c_str());
+    test::Record rec;
+    auto ctx = dtl::init(static_cast<int>(argv.size()), argv.data(), {.seed = 1});
+    test::LinearTrial trial(ctx, rec, {});
+    dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{100}, .checkpoint_policy = dtl::CheckpointPolicy::none});
+    std::filesystem::remove_all(dir / "run");
+    return rec;
+  };
+  auto from_config = run({});
+  CHECK(from_config.batches == 12);
+  CHECK(from_config.validations == std::vector<std::int64_t>{4, 8, 12});
+  auto from_cli = run({"--max-length", "batches=6", "--hparam", "learning_rate=0.0"});
+  CHECK(from_cli.batches == 6);
+  CHECK(from_cli.weights.back() == 0.0);  // lr overridden to 0: the weight never moves
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("fit: a missing max_length and an empty training set are clear errors") {
+  test::Record rec;
+  auto ctx = dtl::init(test::init_options("errors"));
+  test::LinearTrial trial(ctx, rec, {});
+  CHECK_THROWS_WITH_AS(dtl::Trainer(trial, ctx).fit({}), doctest::Contains("max_length"), dtl::ConfigError);
+  test::LinearTrial empty(ctx, rec, {.train_size = 0});
+  CHECK_THROWS_WITH_AS(dtl::Trainer(empty, ctx).fit({.max_length = dtl::Batch{1}}), doctest::Contains("no batch"),
+                       dtl::DataError);
+  std::filesystem::remove_all(ctx.run_dir());
+}
