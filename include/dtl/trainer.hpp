@@ -93,7 +93,6 @@ class Trainer {
   [[nodiscard]] const TrialState& state() const noexcept { return state_; }
 
  private:
-  using TrainLoader = detail::training_loader_t<TrialT>;
   using ValLoader = detail::validation_loader_t<TrialT>;
 
   struct ShouldExit {};
@@ -154,7 +153,7 @@ class Trainer {
     ctx_.initial_batch_ = state_.batches_trained;
 
     auto stream = train_loader.adapt_training(
-        {.repeat = true, .skip = state_.batches_trained, .rank = dist.rank, .world = dist.size,
+        {.skip = state_.batches_trained, .rank = dist.rank, .world = dist.size,
          .seed = ctx_.get_trial_seed()});
     auto it = stream.begin();
 
@@ -262,7 +261,7 @@ class Trainer {
     if constexpr (HasEvaluateBatch<TrialT>) {
       for (auto& [name, cb] : callbacks_) cb->on_validation_epoch_start();
       const auto& dist = ctx_.distributed();
-      auto stream = val_loader_->adapt_evaluation({.repeat = false, .skip = 0, .rank = dist.rank, .world = dist.size,
+      auto stream = val_loader_->adapt_evaluation({.skip = 0, .rank = dist.rank, .world = dist.size,
                                         .seed = ctx_.get_trial_seed()});
       val_collector_.reset_keys();
       std::vector<Metrics> outputs;
@@ -279,8 +278,8 @@ class Trainer {
         throw DataError("dtl: validation_loader is empty: this rank's shard of build_validation_data_loader() "
                         "has no batch; give the validation set at least one batch per rank");
       for (auto& [name, cb] : callbacks_) cb->on_validation_epoch_end(outputs);
-      auto slots = detail::reduce_validation_slot(val_collector_, trial_.evaluation_reducer());
       const auto er = trial_.evaluation_reducer();
+      auto slots = detail::reduce_validation_slot(val_collector_, er);
       for (std::size_t i = 0; i < slots.size(); ++i) {
         const auto& key = val_collector_.keys()[i];
         metrics[key] = detail::reduce_cross_slot(detail::reducer_for(er, key), std::span(&slots[i], 1));

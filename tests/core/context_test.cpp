@@ -31,6 +31,16 @@ TEST_CASE("context: auto_zero_grads=false with aggregation is refused; unknown o
   auto stray = std::make_shared<torch::optim::SGD>(lin->parameters(), 0.1);
   CHECK_NOTHROW(ctx.step_optimizer(stray));  // batch 0 of 2 is not an update batch: nothing happens
   std::filesystem::remove_all(ctx.run_dir());
+
+  // Without aggregation every batch steps, so an optimizer that was never wrapped is refused.
+  auto plain = dtl::init({.hparams = {{"global_batch_size", 4}}, .seed = 1, .run_dir = test::temp_run_dir("ctx3")});
+  auto lin2 = plain.wrap_model(torch::nn::Linear(1, 1));
+  auto wrapped = plain.wrap_optimizer(torch::optim::SGD(lin2->parameters(), 0.1));
+  auto unwrapped = std::make_shared<torch::optim::SGD>(lin2->parameters(), 0.1);
+  CHECK_THROWS_WITH_AS(plain.step_optimizer(unwrapped), doctest::Contains("wrap_optimizer"),
+                       dtl::InvalidExperimentException);
+  CHECK_NOTHROW(plain.step_optimizer(wrapped));
+  std::filesystem::remove_all(plain.run_dir());
 }
 
 TEST_CASE("fit: the experiment config overrides code, the command line overrides both") {

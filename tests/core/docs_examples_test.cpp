@@ -13,7 +13,7 @@ class MyTrial : public dtl::PyTorchTrial<MyTrial> {
   auto build_training_data_loader()   { return dtl::DataLoader(data_, {.batch_size = ctx_.get_per_slot_batch_size(), .shuffle = true}); }
   auto build_validation_data_loader() { return dtl::DataLoader(data_, {.batch_size = ctx_.get_per_slot_batch_size()}); }
 
-  dtl::Metrics train_batch(Batch& batch, std::int64_t epoch_idx, std::int64_t batch_idx) {
+  dtl::Metrics train_batch(Batch& batch, std::int64_t /*epoch_idx*/, std::int64_t /*batch_idx*/) {
     auto& [x, y] = batch;
     auto loss = torch::cross_entropy_loss(model_(x), y);
     ctx_.backward(loss);

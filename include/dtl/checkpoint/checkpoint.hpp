@@ -92,8 +92,6 @@ class Checkpointer {
  public:
   explicit Checkpointer(std::filesystem::path storage) : storage_(std::move(storage)) {}
 
-  [[nodiscard]] const std::filesystem::path& storage() const noexcept { return storage_; }
-
   /// `latest` (this run's newest complete checkpoint) or a checkpoint directory.
   [[nodiscard]] std::filesystem::path resolve(const std::string& what) const {
     if (what != "latest") return what;

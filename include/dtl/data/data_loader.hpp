@@ -35,9 +35,9 @@ struct DataLoaderOptions {
   std::uint64_t seed = 0;
 };
 
-/// How the Trainer adapts a loader (Determined's `get_data_loader(repeat, skip, num_replicas, rank)`).
+/// How the Trainer adapts a loader (Determined's `get_data_loader(repeat, skip, num_replicas, rank)`;
+/// repeat is the choice between adapt_training and adapt_evaluation).
 struct AdaptOptions {
-  bool repeat = false;
   std::int64_t skip = 0;  ///< batches of this rank's stream to skip (= global steps already done)
   std::int64_t rank = 0;
   std::int64_t world = 1;
@@ -152,14 +152,14 @@ class DataLoader {
 
     iterator begin() { return iterator(loader_, std::ranges::begin(pipeline_), std::ranges::end(pipeline_)); }
     std::default_sentinel_t end() const noexcept { return {}; }
-    [[nodiscard]] Pipeline& pipeline() noexcept { return pipeline_; }
 
    private:
     const DataLoader* loader_;
     Pipeline pipeline_;
   };
 
-  /// The stream the Trainer consumes (see AdaptOptions).
+  /// The streams the Trainer consumes: training repeats, then shards and skips (`skip` is
+  /// ignored for evaluation, which only shards).
   [[nodiscard]] auto adapt_training(const AdaptOptions& a) const {
     check_world(a);
     return Stream<decltype(detail::training_pipeline(0, options_, a))>(
@@ -169,10 +169,6 @@ class DataLoader {
     check_world(a);
     return Stream<decltype(detail::evaluation_pipeline(0, options_, a))>(
         *this, detail::evaluation_pipeline(dataset_size(), options_, a));
-  }
-  [[nodiscard]] auto adapt(const AdaptOptions& a) const {
-    if (a.repeat) throw std::logic_error("dtl: DataLoader::adapt: use adapt_training for a repeating stream");
-    return adapt_evaluation(a);
   }
 
   /// One pass in order (shuffled with `options().seed` if `shuffle`), as iterating Determined's
