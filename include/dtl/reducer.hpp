@@ -31,12 +31,19 @@ using MetricsJson = nlohmann::ordered_json;
 
 namespace detail {
 
-inline nlohmann::ordered_json tensor_to_json(const torch::Tensor& t) {
-  auto c = t.detach().to(torch::kCPU, torch::kDouble).contiguous();
-  if (c.dim() == 0) return c.item<double>();
+/// Nested arrays of `sizes`, read from contiguous doubles (no tensor op per element).
+inline nlohmann::ordered_json doubles_to_json(const double*& p, c10::IntArrayRef sizes) {
+  if (sizes.empty()) return *p++;
   nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-  for (std::int64_t i = 0; i < c.size(0); ++i) arr.push_back(tensor_to_json(c[i]));
+  for (std::int64_t i = 0; i < sizes[0]; ++i) arr.push_back(doubles_to_json(p, sizes.slice(1)));
   return arr;
+}
+
+/// A tensor as a number (0-d) or nested arrays, with one conversion to host doubles.
+inline nlohmann::ordered_json tensor_to_json(const torch::Tensor& t) {
+  const auto c = t.detach().to(torch::kCPU, torch::kDouble).contiguous();
+  const double* p = c.data_ptr<double>();
+  return doubles_to_json(p, c.sizes());
 }
 
 /// One rank's reduced value of one metric and how many batches it saw.
@@ -157,10 +164,11 @@ inline TrainingReport reduce_training(const MetricCollector& c) {
         r.batch_metrics[b][key] = tensor_to_json(c.column(i)[b]);
       continue;
     }
-    auto host = stacked.cpu();
-    r.avg_metrics[key] = tensor_to_json(host.mean(0));
-    for (std::size_t b = 0; b < r.batch_metrics.size(); ++b)
-      r.batch_metrics[b][key] = tensor_to_json(host[static_cast<std::int64_t>(b)]);
+    r.avg_metrics[key] = tensor_to_json(stacked.mean(0));
+    // One host copy of the whole column, then batch b's value is the b-th slice of it.
+    const auto host = stacked.to(torch::kCPU).contiguous();
+    const double* p = host.data_ptr<double>();
+    for (auto& batch : r.batch_metrics) batch[key] = doubles_to_json(p, host.sizes().slice(1));
   }
   return r;
 }

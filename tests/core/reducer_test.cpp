@@ -63,6 +63,11 @@ TEST_CASE("training metrics: mean over batches, vectors stay vectors, ragged val
   CHECK(rep.avg_metrics["r"].is_null());
   REQUIRE(rep.batch_metrics.size() == 2);
   CHECK(rep.batch_metrics[1]["loss"].get<double>() == doctest::Approx(3.0));
+  // Per-batch values of a vector metric are that batch's slice (read from one host copy).
+  CHECK(rep.batch_metrics[0]["v"] == dtl::MetricsJson::array({1.0, 2.0}));
+  CHECK(rep.batch_metrics[1]["v"] == dtl::MetricsJson::array({3.0, 4.0}));
+  CHECK(rep.batch_metrics[1]["r"] == dtl::MetricsJson::array({1.0, 1.0}));
+  CHECK(dtl::detail::tensor_to_json(torch::arange(6).reshape({2, 3}))[1][2].get<double>() == 5.0);
 }
 
 TEST_CASE("Metrics: a bare loss tensor becomes {\"loss\": t}; numbers are allowed") {
