@@ -1,5 +1,7 @@
 #include "test_trials.hpp"
 
+#include <fstream>
+
 using test::LinearTrial;
 using test::Record;
 using V = std::vector<std::int64_t>;
@@ -172,4 +174,66 @@ TEST_CASE("LR auto-stepping positions (semantics §2.5 table)") {
   CHECK(steps(2, 2, 4, M::every_epoch) == V{7});
   CHECK(steps(2, 1, 3, M::every_epoch) == V{1, 5, 7, 11});
   CHECK(steps(1, 1, 4, M::manual).empty());
+}
+
+namespace {
+/// OneVar with evaluate_full_dataset instead of evaluate_batch.
+class FullDatasetTrial : public dtl::PyTorchTrial<FullDatasetTrial> {
+ public:
+  explicit FullDatasetTrial(dtl::PyTorchTrialContext& ctx) : ctx_(ctx) {
+    model_ = ctx.wrap_model(torch::nn::Linear(torch::nn::LinearOptions(1, 1).bias(false)));
+    {
+      torch::NoGradGuard g;
+      model_->weight.zero_();
+    }
+    opt_ = ctx.wrap_optimizer(torch::optim::SGD(model_->parameters(), 0.001));
+  }
+  auto build_training_data_loader() { return dtl::DataLoader(ones(64), {.batch_size = 4}); }
+  auto build_validation_data_loader() { return dtl::DataLoader(ones(10), {.batch_size = 4}); }
+  dtl::Metrics train_batch(std::tuple<torch::Tensor, torch::Tensor>& b, std::int64_t, std::int64_t) {
+    auto loss = torch::mse_loss(model_(std::get<0>(b)), std::get<1>(b));
+    ctx_.backward(loss);
+    ctx_.step_optimizer(opt_);
+    return loss;
+  }
+  dtl::Metrics evaluate_full_dataset(dtl::DataLoader<dtl::TensorDataset<2>>& loader) {
+    grad_enabled_during_validation = grad_enabled_during_validation || torch::GradMode::is_enabled();
+    double sum = 0;
+    std::int64_t n = 0, batches = 0;
+    for (auto& [x, y] : loader.stream()) {
+      sum += torch::mse_loss(model_(x), y, torch::Reduction::Sum).item<double>();
+      n += x.size(0);
+      ++batches;
+    }
+    ++calls;
+    return {{"validation_loss", sum / static_cast<double>(n)}, {"batches", static_cast<double>(batches)}};
+  }
+  int calls = 0;
+  bool grad_enabled_during_validation = false;
+
+ private:
+  static dtl::TensorDataset<2> ones(std::int64_t n) { return dtl::TensorDataset(torch::ones({n, 1}), torch::ones({n, 1})); }
+  dtl::PyTorchTrialContext& ctx_;
+  torch::nn::Linear model_{nullptr};
+  std::shared_ptr<torch::optim::SGD> opt_;
+};
+}  // namespace
+
+TEST_CASE("evaluate_full_dataset: runs under no-grad at each validation boundary on the whole set") {
+  auto ctx = dtl::init(test::init_options("full"));
+  FullDatasetTrial trial(ctx);
+  dtl::Trainer trainer(trial, ctx);
+  trainer.fit({.max_length = dtl::Batch{100}, .validation_period = dtl::Batch{50},
+               .checkpoint_policy = dtl::CheckpointPolicy::none});
+  CHECK(trial.calls == 2);  // at 50 and at 100
+  CHECK_FALSE(trial.grad_enabled_during_validation);
+  // The metrics reported are the trial's, unreduced: every example of the set, (1 - w_100)^2.
+  std::ifstream jsonl(ctx.run_dir() / "metrics.jsonl");
+  dtl::MetricsJson last;
+  for (std::string line; std::getline(jsonl, line);)
+    if (auto j = dtl::MetricsJson::parse(line); j["type"] == "validation") last = j;
+  CHECK(last["steps_completed"] == 100);
+  CHECK(last["metrics"]["validation_loss"].get<double>() == doctest::Approx(0.670052).epsilon(1e-5));
+  CHECK(last["metrics"]["batches"].get<double>() == 3.0);  // ceil(10 / 4): the unsharded loader
+  std::filesystem::remove_all(ctx.run_dir());
 }
