@@ -10,11 +10,13 @@
 #include <dtl/checkpoint/checkpoint.hpp>
 #include <dtl/context.hpp>
 #include <dtl/data/data_loader.hpp>
+#include <dtl/data/raw_loader.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/init.hpp>
 #include <dtl/log/reporter.hpp>
 #include <dtl/metrics.hpp>
 #include <dtl/reducer.hpp>
+#include <dtl/samplers/sampler_state_json.hpp>
 #include <dtl/trial.hpp>
 #include <dtl/units.hpp>
 
@@ -22,6 +24,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -75,6 +78,7 @@ class Trainer {
   void fit(FitOptions options = {}) {
     opts_ = resolve(std::move(options));
     state_ = TrialState{};
+    saved_data_position_ = nullptr;
     reporter_.emplace(ctx_.run_dir(), ctx_.distributed().is_chief());
     callbacks_ = trial_.build_callbacks();
     // on_trial_shutdown runs in reverse order on every exit, including by exception.
@@ -136,7 +140,7 @@ class Trainer {
   void run() {
     const auto& dist = ctx_.distributed();
     auto train_loader = trial_.build_training_data_loader();
-    std::int64_t epoch_len = train_loader.epoch_length(dist.size);
+    std::int64_t epoch_len = detail::epoch_length(train_loader, dist.size);
     // Determined ignores records_per_epoch (its issue #6869); dtl honours it as an explicit epoch length.
     if (const auto& cfg = ctx_.experiment_config())
       if (auto rpe = cfg->records_per_epoch())
@@ -152,10 +156,22 @@ class Trainer {
     if (resume_from) load(*resume_from);
     ctx_.initial_batch_ = state_.batches_trained;
 
-    auto stream = train_loader.adapt_training(
-        {.skip = state_.batches_trained, .rank = dist.rank, .world = dist.size,
-         .seed = ctx_.get_trial_seed()});
+    AdaptOptions adapt{.skip = state_.batches_trained, .rank = dist.rank, .world = dist.size,
+                       .seed = ctx_.get_trial_seed()};
+    const auto saved_position = resumable_position(train_loader, adapt);
+    if (saved_position) adapt.resume = &*saved_position;
+    auto stream = detail::adapt_training(train_loader, adapt);
     auto it = stream.begin();
+    // Checkpoints record where the stream stands, so a resume seeks instead of skipping.
+    data_position_ = [&stream, desc = loader_description(train_loader, adapt)]() -> nlohmann::json {
+      auto st = stream.state();
+      if (!st) return nullptr;
+      return {{"loader", desc}, {"sampler", *st}};
+    };
+    struct ClearPosition {
+      std::function<nlohmann::json()>& f;
+      ~ClearPosition() { f = nullptr; }
+    } clear_position{data_position_};
 
     for (auto& [name, cb] : callbacks_) cb->on_training_start();
     set_train_mode(true);
@@ -261,8 +277,8 @@ class Trainer {
     if constexpr (HasEvaluateBatch<TrialT>) {
       for (auto& [name, cb] : callbacks_) cb->on_validation_epoch_start();
       const auto& dist = ctx_.distributed();
-      auto stream = val_loader_->adapt_evaluation({.skip = 0, .rank = dist.rank, .world = dist.size,
-                                        .seed = ctx_.get_trial_seed()});
+      auto&& stream = detail::adapt_evaluation(
+          *val_loader_, {.skip = 0, .rank = dist.rank, .world = dist.size, .seed = ctx_.get_trial_seed()});
       val_collector_.reset_keys();
       std::vector<Metrics> outputs;
       const bool keep_outputs = !callbacks_.empty();
@@ -334,7 +350,8 @@ class Trainer {
         .epochs_trained = state_.epochs_trained,
         .last_val = state_.last_val,
         .last_ckpt = state_.last_ckpt,
-        .best_validation = state_.best_validation});
+        .best_validation = state_.best_validation,
+        .data_position = data_position_ ? data_position_() : nlohmann::json(nullptr)});
     for (auto& [name, cb] : callbacks_) cb->on_checkpoint_write_end(written.dir);
     reporter_->note("checkpoint " + written.uuid + " at batch " + std::to_string(state_.batches_trained));
     for (auto& [name, cb] : callbacks_) cb->on_checkpoint_upload_end(written.uuid);
@@ -347,7 +364,43 @@ class Trainer {
                         .last_val = st.last_val,
                         .last_ckpt = st.last_ckpt,
                         .best_validation = st.best_validation};
+    saved_data_position_ = std::move(st.data_position);
     reporter_->note("resumed from " + dir.string() + " at batch " + std::to_string(state_.batches_trained));
+  }
+
+  template <class L>
+  static std::string loader_description(const L& loader, const AdaptOptions& a) {
+    if constexpr (AdaptableLoader<L>)
+      return loader.describe(a);
+    else
+      return "";
+  }
+
+  /// The sampler state saved by the checkpoint being resumed, when it fits this run's loader;
+  /// otherwise (another loader, or an older checkpoint) the stream skips, which is exact too.
+  template <class L>
+  std::optional<samplers::sampler_state> resumable_position(const L& loader, const AdaptOptions& a) {
+    if (state_.batches_trained == 0) return std::nullopt;
+    if constexpr (RawLoader<L>) {
+      reporter_->note("dataset reproducibility checks are disabled: the training data starts from its beginning "
+                      "again (batch " + std::to_string(state_.batches_trained) + " of the run)");
+      return std::nullopt;
+    } else {
+      const auto& saved = saved_data_position_;
+      if (saved.is_null() || !saved.contains("sampler")) return std::nullopt;
+      if (saved.value("loader", std::string{}) != loader.describe(a)) {
+        reporter_->note("the training data loader differs from the checkpoint's (" + saved.value("loader", std::string{}) +
+                        " vs " + loader.describe(a) + "): skipping " + std::to_string(a.skip) + " batches instead");
+        return std::nullopt;
+      }
+      auto st = saved.at("sampler").template get<samplers::sampler_state>();
+      if (st.position != a.skip) {
+        reporter_->note("the checkpoint's data position (batch " + std::to_string(st.position) +
+                        ") does not match its batch count: skipping " + std::to_string(a.skip) + " batches instead");
+        return std::nullopt;
+      }
+      return st;
+    }
   }
 
   TrialT& trial_;
@@ -360,6 +413,8 @@ class Trainer {
   std::optional<ValLoader> val_loader_;
   std::optional<detail::Reporter> reporter_;
   std::optional<detail::Checkpointer> checkpointer_;
+  std::function<nlohmann::json()> data_position_;  // set while the training stream lives
+  nlohmann::json saved_data_position_;             // from the checkpoint being resumed
 };
 
 template <class TrialT>

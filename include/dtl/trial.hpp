@@ -7,12 +7,14 @@
 
 #include <dtl/callback.hpp>
 #include <dtl/data/batch.hpp>
+#include <dtl/data/raw_loader.hpp>
 #include <dtl/metrics.hpp>
 #include <dtl/reducer.hpp>
 #include <dtl/units.hpp>
 
 #include <concepts>
 #include <cstdint>
+#include <ranges>
 #include <type_traits>
 
 namespace dtl {
@@ -50,7 +52,7 @@ using training_loader_t = decltype(std::declval<T&>().build_training_data_loader
 template <class T>
 using validation_loader_t = decltype(std::declval<T&>().build_validation_data_loader());
 template <class L>
-using loader_batch_t = typename std::remove_cvref_t<L>::batch_type;
+using loader_batch_t = typename loader_batch_of<std::remove_cvref_t<L>>::type;
 
 }  // namespace detail
 
@@ -59,8 +61,24 @@ using loader_batch_t = typename std::remove_cvref_t<L>::batch_type;
 template <class T>
 concept DerivesPyTorchTrial = std::derived_from<T, PyTorchTrial<T>>;
 
+/// A dtl::DataLoader, or any range of batches (which the Trainer accepts only when the trial opts
+/// out of the dataset reproducibility checks).
 template <class L>
-concept DataLoaderLike = requires { typename std::remove_cvref_t<L>::batch_type; };
+concept DataLoaderLike = AdaptableLoader<std::remove_cvref_t<L>> || std::ranges::input_range<std::remove_cvref_t<L>>;
+
+/// Determined's `context.experimental.disable_dataset_reproducibility_checks()`, decided at
+/// compile time because it changes which loader types a trial may return:
+///   static constexpr bool disable_dataset_reproducibility_checks = true;
+template <class T>
+concept DisablesDatasetReproducibilityChecks = requires {
+  requires static_cast<bool>(T::disable_dataset_reproducibility_checks);
+};
+
+/// The trial's loaders are ones dtl can repeat, shard and skip reproducibly, or it opted out.
+template <class T>
+concept ReproducibleLoaders = DisablesDatasetReproducibilityChecks<T> ||
+                              (AdaptableLoader<std::remove_cvref_t<detail::training_loader_t<T>>> &&
+                               AdaptableLoader<std::remove_cvref_t<detail::validation_loader_t<T>>>);
 
 template <class T>
 concept HasTrainingDataLoader = requires(T& t) { t.build_training_data_loader(); } &&
@@ -123,6 +141,7 @@ concept EvaluateReturnsMetrics =
 /// A complete trial: what `dtl::Trainer` accepts.
 template <class T>
 concept Trial = DerivesPyTorchTrial<T> && HasTrainingDataLoader<T> && HasValidationDataLoader<T> &&
+                ReproducibleLoaders<T> &&
                 TrainBatchReturnsMetrics<T> && (HasEvaluateBatch<T> != HasEvaluateFullDataset<T>) &&
                 EvaluateReturnsMetrics<T>;
 
@@ -146,6 +165,12 @@ consteval bool diagnose_trial() {
                   "dtl: the trial has no build_validation_data_loader() returning a dtl::DataLoader. Add: "
                   "auto build_validation_data_loader() { return dtl::DataLoader(val_set, {.batch_size = "
                   "ctx.get_per_slot_batch_size()}); }");
+  } else if constexpr (!ReproducibleLoaders<T>) {
+    static_assert(always_false<T>,
+                  "dtl: build_training_data_loader() / build_validation_data_loader() must return a dtl::DataLoader, "
+                  "which dtl can shuffle, shard and skip reproducibly (so resume and multi-rank training are exact). "
+                  "To iterate another range of batches as it is (no sharding; the data restarts on resume), opt out "
+                  "in the trial: static constexpr bool disable_dataset_reproducibility_checks = true;");
   } else if constexpr (!HasTrainBatch<T>) {
     static_assert(always_false<T>,
                   "dtl: train_batch has the wrong parameters. It must be callable as "

@@ -36,6 +36,9 @@ struct CheckpointState {
   std::int64_t last_val = 0;
   std::int64_t last_ckpt = 0;
   std::optional<double> best_validation;
+  /// Where the training data stands (the loader's description and its sampler state), or null
+  /// when unknown; the Trainer then resumes the data by skipping.
+  nlohmann::json data_position;
 };
 
 struct WrittenCheckpoint {
@@ -151,6 +154,7 @@ class Checkpointer {
                                   {"trial_seed", ctx.get_trial_seed()},    {"optimizers", optim},
                                   {"lr_schedulers", scheds}};
     trial_state["best_validation"] = st.best_validation ? nlohmann::json(*st.best_validation) : nlohmann::json(nullptr);
+    trial_state["data_position"] = st.data_position;
     write_file(tmp / "trial_state.json", trial_state.dump(2));
     nlohmann::json load_data = {{"trial_type", "PyTorchTrial"},
                                 {"experiment_config", ctx.get_experiment_config()},
@@ -223,6 +227,7 @@ class Checkpointer {
     out.last_val = st.at("last_val").get<std::int64_t>();
     out.last_ckpt = st.at("last_ckpt").get<std::int64_t>();
     if (!st.at("best_validation").is_null()) out.best_validation = st.at("best_validation").get<double>();
+    out.data_position = st.value("data_position", nlohmann::json(nullptr));
     return out;
   }
 

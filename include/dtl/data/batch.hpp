@@ -58,30 +58,47 @@ constexpr bool contains_tensor() {
 
 }  // namespace detail
 
+namespace detail {
+/// Applies `f` to every defined tensor of a nested batch and rebuilds the structure around the
+/// results; values that are not tensors pass through unchanged.
+template <class T, class F>
+[[nodiscard]] std::remove_cvref_t<T> transform_tensors(T&& data, F& f) {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (!contains_tensor<U>()) {
+    return std::forward<T>(data);
+  } else if constexpr (is_tensor_v<U>) {
+    if (!data.defined()) return std::forward<T>(data);
+    return f(std::forward<T>(data));
+  } else if constexpr (is_tuple_like<U>::value) {
+    return std::apply([&](auto&&... xs) { return U{transform_tensors(std::forward<decltype(xs)>(xs), f)...}; },
+                      std::forward<T>(data));
+  } else {  // vector or string map
+    U out = std::forward<T>(data);
+    if constexpr (is_vector<U>::value) {
+      for (auto& x : out) x = transform_tensors(std::move(x), f);
+    } else {
+      for (auto& [k, v] : out) v = transform_tensors(std::move(v), f);
+    }
+    return out;
+  }
+}
+}  // namespace detail
+
 /// Moves every tensor of a nested batch to `device`; everything else passes through unchanged.
 /// Tensors already there are not copied. `non_blocking` overlaps a copy from pinned memory.
 ///   auto batch = dtl::to_device(std::move(batch), torch::kCUDA);
 template <class T>
 [[nodiscard]] std::remove_cvref_t<T> to_device(T&& data, const torch::Device& device, bool non_blocking = false) {
-  using U = std::remove_cvref_t<T>;
-  if constexpr (!detail::contains_tensor<U>()) {
-    return std::forward<T>(data);
-  } else if constexpr (detail::is_tensor_v<U>) {
-    if (!data.defined() || data.device() == device) return std::forward<T>(data);
-    return data.to(device, non_blocking);
-  } else if constexpr (detail::is_tuple_like<U>::value) {
-    return std::apply(
-        [&](auto&&... xs) { return U{to_device(std::forward<decltype(xs)>(xs), device, non_blocking)...}; },
-        std::forward<T>(data));
-  } else {  // vector or string map
-    U out = std::forward<T>(data);
-    if constexpr (detail::is_vector<U>::value) {
-      for (auto& x : out) x = to_device(std::move(x), device, non_blocking);
-    } else {
-      for (auto& [k, v] : out) v = to_device(std::move(v), device, non_blocking);
-    }
-    return out;
-  }
+  auto move = [&](torch::Tensor t) { return t.device() == device ? t : t.to(device, non_blocking); };
+  return detail::transform_tensors(std::forward<T>(data), move);
+}
+
+/// Copies every CPU tensor of a nested batch into page-locked memory, so that a later
+/// `to_device(..., non_blocking=true)` overlaps the copy to the GPU (torch's `pin_memory=True`).
+template <class T>
+[[nodiscard]] std::remove_cvref_t<T> pin_memory(T&& data) {
+  auto pin = [](torch::Tensor t) { return t.is_pinned() || !t.device().is_cpu() ? t : t.pin_memory(); };
+  return detail::transform_tensors(std::forward<T>(data), pin);
 }
 
 /// The number of records in a batch: the first dimension of its first tensor, searched

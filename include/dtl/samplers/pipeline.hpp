@@ -113,6 +113,13 @@ class pipeline {
   /// 2.5 KB per shuffle() stage); see sampler_state for the members.
   [[nodiscard]] sampler_state state() const {
     sampler_state state;
+    state_into(state);
+    return state;
+  }
+
+  /// state() into an existing object, reusing its storage: no allocation once `state.rngs` has
+  /// held this pipeline's generators (what a loader that records a state per batch needs).
+  void state_into(sampler_state& state) const {
     state.position = node_.position();
     if constexpr (is_endless) {
       const detail::epoch_point at = node_.epoch_info();
@@ -122,9 +129,9 @@ class pipeline {
       state.epoch = std::max<std::int64_t>(passes_ - 1, 0);
       state.offset = state.position;
     }
+    state.rngs.clear();
     state.rngs.reserve(shuffle_count);
     node_.save_rngs(state.rngs);
-    return state;
   }
 
   /// Continues from a state() of a pipeline built the same way (the skip() count may differ: the
@@ -223,6 +230,7 @@ struct rejected_pipeline {
   std::int64_t size() const noexcept { return 0; }
   std::int64_t epoch_length() const noexcept { return 0; }
   samplers::sampler_state state() const { return {}; }
+  void state_into(samplers::sampler_state& /*state*/) const noexcept {}
   void restore(const samplers::sampler_state& /*state*/) noexcept {}
 };
 
