@@ -36,6 +36,8 @@ check() {  # name, command...: one case, passed when the command succeeds
 
 doctest_suite core build/tests/dtl_core_tests
 doctest_suite torch build/tests/dtl_tests
+doctest_suite prefetcher_tsan build/tests/prefetcher_thread
+doctest_suite prefetcher_asan build/tests/prefetcher_address
 
 echo "== compile-fail"
 # Through meson, so the compiler and flags come from meson.build alone (LibTorch location, defines).
@@ -58,6 +60,7 @@ check onevar_bad_flag bash -c "build/examples/onevar --max-lenght batches=1 2>&1
 check fashion_mnist_test_mode build/examples/fashion_mnist --test-mode --run-dir "$run/fmnist"
 check fashion_mnist_checkpoint bash -c "test -f '$run/fmnist/checkpoints/latest' && test -f '$run/fmnist/checkpoints/'\$(cat '$run/fmnist/checkpoints/latest')/metadata.json"
 check fashion_mnist_missing_data bash -c "build/examples/fashion_mnist --test-mode --run-dir '$run/x' --hparam data_dir=/nonexistent 2>&1 | grep -q 'apt-get install dataset-fashion-mnist'"
+check plot_metrics bash tests/tools/plot_metrics_test.sh
 rm -rf "$run" "$log"
 
 echo "$passed passed, $failed failed"
