@@ -10,7 +10,9 @@
 #include <dtl/config/hparams.hpp>
 #include <dtl/data/batch.hpp>
 #include <dtl/errors.hpp>
+#include <dtl/log/tensorboard.hpp>
 #include <dtl/lr_scheduler.hpp>
+#include <dtl/metric_reducer.hpp>
 #include <dtl/units.hpp>
 
 #include <nlohmann/json.hpp>
@@ -139,6 +141,23 @@ class PyTorchTrialContext {
     return scheduler;
   }
 
+  /// Registers a custom reducer (Determined's `wrap_reducer`) and returns it, to be fed with
+  /// `update(...)` from train_batch / evaluate_batch. It is reset at the start of every training
+  /// workload and validation and reported at the end. With a name it reports one metric of that
+  /// name; without, its cross_slot_reduce returns a map of metrics that is merged in. `reducer` is
+  /// a MetricReducer (by value or shared_ptr) or a function of the flat list of values, which
+  /// becomes a SimpleReducer whose `update(v)` appends v:
+  ///   auto sum = ctx.wrap_reducer([](const std::vector<double>& v) { return std::accumulate(...); }, "sum");
+  ///   sum->update(loss.item<double>());
+  template <class X>
+  auto wrap_reducer(X&& reducer, std::string name, ReducerPhases phases = {}) {
+    return add_reducer<true>(std::forward<X>(reducer), std::move(name), phases);
+  }
+  template <class X>
+  auto wrap_reducer(X&& reducer, ReducerPhases phases = {}) {
+    return add_reducer<false>(std::forward<X>(reducer), std::nullopt, phases);
+  }
+
   // ---- the optimization step ---------------------------------------------------------------
 
   /// `loss.backward(...)`, as Determined's `context.backward`.
@@ -235,6 +254,23 @@ class PyTorchTrialContext {
   [[nodiscard]] bool get_stop_requested() const noexcept { return stop_requested_; }
 
   [[nodiscard]] const std::vector<std::shared_ptr<torch::nn::Module>>& models() const noexcept { return models_; }
+  /// The wrapped optimizers, in wrap order (Determined's `context.optimizers`).
+  [[nodiscard]] std::vector<std::shared_ptr<torch::optim::Optimizer>> optimizers() const {
+    std::vector<std::shared_ptr<torch::optim::Optimizer>> out;
+    for (const auto& e : optimizers_) out.push_back(e.optimizer);
+    return out;
+  }
+
+  /// Where TensorBoard event files go: `<run_dir>/tensorboard` (Determined's
+  /// `get_tensorboard_path()`).
+  [[nodiscard]] std::filesystem::path get_tensorboard_path() const { return s_.run_dir / "tensorboard"; }
+  /// The run's TensorBoard writer, created on first use; dtl writes its own `Determined/…`
+  /// metrics into the same file (Determined's `TorchWriter().writer`).
+  ///   ctx.get_tensorboard_writer().add_scalar("my/gradient_norm", norm, ctx.current_train_batch());
+  [[nodiscard]] SummaryWriter& get_tensorboard_writer() {
+    if (!tensorboard_) tensorboard_.emplace(get_tensorboard_path());
+    return *tensorboard_;
+  }
 
  private:
   template <class Trial>
@@ -253,6 +289,31 @@ class PyTorchTrialContext {
     nlohmann::json (*save)(const void*);  // null: the scheduler keeps no state dtl can save
     void (*load)(void*, const nlohmann::json&);
   };
+
+  template <bool Named, class X>
+  auto add_reducer(X&& x, std::optional<std::string> name, ReducerPhases phases) {
+    using U = std::remove_cvref_t<X>;
+    if constexpr (detail::is_shared_ptr<U>) {
+      using R = typename U::element_type;
+      static_assert(detail::diagnose_reducer<R, Named>());
+      for (const auto& w : reducers_)
+        if (w.identity == x.get())
+          throw InvalidExperimentException("dtl: wrap_reducer: this reducer is already wrapped; wrap each once");
+      reducers_.push_back({std::make_unique<detail::WrappedReducer::OpsFor<R>>(x), x.get(), std::move(name), phases});
+      return std::shared_ptr<R>(std::forward<X>(x));
+    } else if constexpr (HasReset<U> || HasPerSlotReduce<U>) {
+      return add_reducer<Named>(std::make_shared<U>(std::forward<X>(x)), std::move(name), phases);
+    } else if constexpr (detail::is_unary_vector_function<U>) {
+      using F = std::decay_t<U>;
+      using T = typename detail::unary_vector_function<F>::value_type;
+      return add_reducer<Named>(std::make_shared<SimpleReducer<T, F>>(std::forward<X>(x)), std::move(name), phases);
+    } else {
+      static_assert(detail::always_false<U>,
+                    "dtl: wrap_reducer takes a MetricReducer (reset, per_slot_reduce, cross_slot_reduce), by value or "
+                    "std::shared_ptr, or a function of one `const std::vector<T>&` (every value passed to update)");
+      return std::shared_ptr<U>();
+    }
+  }
 
   [[nodiscard]] bool is_update_batch() const noexcept { return (batch_idx_ + 1) % s_.aggregation_frequency == 0; }
 
@@ -297,6 +358,8 @@ class PyTorchTrialContext {
   std::int64_t epoch_len_ = 0;  // 0 until training starts
   std::int64_t initial_batch_ = 0;
   bool stop_requested_ = false;
+  std::optional<SummaryWriter> tensorboard_;
+  std::vector<detail::WrappedReducer> reducers_;
 };
 
 }  // namespace dtl

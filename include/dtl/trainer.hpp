@@ -51,6 +51,7 @@ struct FitOptions {
   bool step_zero_validation = false;
   bool test_mode = false;
   bool profiling_enabled = false;
+  bool quiet = false;  ///< no console output (metrics.jsonl, TensorBoard and checkpoints are still written)
   std::string searcher_metric = "validation_loss";  ///< what `best` compares
   bool smaller_is_better = true;
 };
@@ -79,7 +80,10 @@ class Trainer {
     opts_ = resolve(std::move(options));
     state_ = TrialState{};
     saved_data_position_ = nullptr;
-    reporter_.emplace(ctx_.run_dir(), ctx_.distributed().is_chief());
+    const bool chief = ctx_.distributed().is_chief();
+    reporter_.emplace(ctx_.run_dir(), chief,
+                      detail::ReporterOptions{.quiet = opts_.quiet,
+                                              .tensorboard = chief ? &ctx_.get_tensorboard_writer() : nullptr});
     callbacks_ = trial_.build_callbacks();
     // on_trial_shutdown runs in reverse order on every exit, including by exception.
     struct ShutdownGuard {
@@ -172,6 +176,7 @@ class Trainer {
       std::function<nlohmann::json()>& f;
       ~ClearPosition() { f = nullptr; }
     } clear_position{data_position_};
+    reporter_->start_training(total_batches(epoch_len), state_.batches_trained);
 
     for (auto& [name, cb] : callbacks_) cb->on_training_start();
     set_train_mode(true);
@@ -187,6 +192,7 @@ class Trainer {
         // One workload: train until a boundary fires.
         bool fired_train = false, fired_val = false, fired_ckpt = false, fired_report = false;
         collector_.clear();
+        for (auto& r : ctx_.reducers_) r.ops->reset();
         const auto t0 = std::chrono::steady_clock::now();
         std::int64_t records = 0;
         while (!(fired_train || fired_val || fired_ckpt || fired_report)) {
@@ -204,6 +210,7 @@ class Trainer {
           ++it;
 
           ++state_.batches_trained;
+          reporter_->batch_trained(state_.batches_trained);
           const bool epoch_end = state_.batches_trained % epoch_len == 0;
           if (epoch_end) {
             for (auto& [name, cb] : callbacks_) cb->on_training_epoch_end(epoch_idx);
@@ -230,11 +237,36 @@ class Trainer {
       }
       if (state_.last_val != state_.batches_trained) validate();
       if (state_.last_ckpt != state_.batches_trained) checkpoint();
+      reporter_->finish_training();
     } catch (const ShouldExit&) {
       if (state_.last_ckpt != state_.batches_trained) checkpoint();
+      reporter_->finish_training();
       reporter_->note("stopped at batch " + std::to_string(state_.batches_trained) + " (stop requested)");
     }
   }
+
+  /// Batches this fit trains in all, when known (for the progress line).
+  [[nodiscard]] std::optional<std::int64_t> total_batches(std::int64_t epoch_len) const {
+    if (opts_.test_mode) return 1;
+    const auto& m = *opts_.max_length;
+    if (m.is_batches()) return m.value();
+    if (epoch_len == std::numeric_limits<std::int64_t>::max()) return std::nullopt;
+    return m.value() * epoch_len;
+  }
+
+  /// Validation batches on the chief, when known (for the progress line).
+  [[nodiscard]] std::optional<std::int64_t> validation_batches(std::int64_t world) {
+    if (opts_.test_mode) return 1;
+    if constexpr (AdaptableLoader<ValLoader>)
+      return val_loader_->epoch_length(world);
+    else if constexpr (std::ranges::sized_range<ValLoader>)
+      return static_cast<std::int64_t>(std::ranges::size(*val_loader_));
+    else
+      return std::nullopt;
+  }
+
+  /// Gathers a JSON value from every rank, in rank order (one process for now: just this one).
+  std::vector<nlohmann::json> allgather_json(nlohmann::json mine) const { return {std::move(mine)}; }
 
   /// Determined's loop condition: `max_length.value - (batches | epochs trained) > 0`.
   [[nodiscard]] std::int64_t remaining() const {
@@ -253,9 +285,11 @@ class Trainer {
 
   void end_workload(std::chrono::steady_clock::duration elapsed, std::int64_t records) {
     auto report = detail::reduce_training(collector_);
+    detail::report_reducers(ctx_.reducers_, /*training=*/true, report.avg_metrics,
+                            [this](nlohmann::json mine) { return allgather_json(std::move(mine)); });
     const auto secs = std::chrono::duration<double>(elapsed).count();
     const auto batches = collector_.batches();
-    reporter_->training(state_.batches_trained, state_.epochs_trained, progress(), report.avg_metrics,
+    reporter_->training(state_.batches_trained, state_.epochs_trained, progress(), report.avg_metrics, report.batch_metrics,
                         {.batches = batches, .records = records, .seconds = secs});
     for (auto& [name, cb] : callbacks_) cb->on_training_workload_end(report.avg_metrics, report.batch_metrics);
   }
@@ -280,6 +314,8 @@ class Trainer {
       auto&& stream = detail::adapt_evaluation(
           *val_loader_, {.skip = 0, .rank = dist.rank, .world = dist.size, .seed = ctx_.get_trial_seed()});
       val_collector_.reset_keys();
+      for (auto& r : ctx_.reducers_) r.ops->reset();
+      reporter_->start_validation(validation_batches(dist.size));
       std::vector<Metrics> outputs;
       const bool keep_outputs = !callbacks_.empty();
       std::int64_t idx = 0;
@@ -287,6 +323,7 @@ class Trainer {
         auto batch = ctx_.to_device(std::move(raw));
         Metrics m(detail::call_evaluate_batch(trial_, batch, idx++));
         val_collector_.add(m, "validation");
+        reporter_->batch_validated(idx);
         if (keep_outputs) outputs.push_back(std::move(m));
         if (opts_.test_mode) break;
       }
@@ -301,6 +338,8 @@ class Trainer {
         metrics[key] = detail::reduce_cross_slot(detail::reducer_for(er, key), std::span(&slots[i], 1));
       }
       batches = val_collector_.batches();
+      detail::report_reducers(ctx_.reducers_, /*training=*/false, metrics,
+                              [this](nlohmann::json mine) { return allgather_json(std::move(mine)); });
     } else {
       if (ctx_.distributed().is_chief()) {
         Metrics m(trial_.evaluate_full_dataset(*val_loader_));
@@ -382,20 +421,20 @@ class Trainer {
   std::optional<samplers::sampler_state> resumable_position(const L& loader, const AdaptOptions& a) {
     if (state_.batches_trained == 0) return std::nullopt;
     if constexpr (RawLoader<L>) {
-      reporter_->note("dataset reproducibility checks are disabled: the training data starts from its beginning "
+      reporter_->warn("dataset reproducibility checks are disabled: the training data starts from its beginning "
                       "again (batch " + std::to_string(state_.batches_trained) + " of the run)");
       return std::nullopt;
     } else {
       const auto& saved = saved_data_position_;
       if (saved.is_null() || !saved.contains("sampler")) return std::nullopt;
       if (saved.value("loader", std::string{}) != loader.describe(a)) {
-        reporter_->note("the training data loader differs from the checkpoint's (" + saved.value("loader", std::string{}) +
+        reporter_->warn("the training data loader differs from the checkpoint's (" + saved.value("loader", std::string{}) +
                         " vs " + loader.describe(a) + "): skipping " + std::to_string(a.skip) + " batches instead");
         return std::nullopt;
       }
       auto st = saved.at("sampler").template get<samplers::sampler_state>();
       if (st.position != a.skip) {
-        reporter_->note("the checkpoint's data position (batch " + std::to_string(st.position) +
+        reporter_->warn("the checkpoint's data position (batch " + std::to_string(st.position) +
                         ") does not match its batch count: skipping " + std::to_string(a.skip) + " batches instead");
         return std::nullopt;
       }

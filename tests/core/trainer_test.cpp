@@ -1,6 +1,7 @@
 #include "test_trials.hpp"
 
 #include <fstream>
+#include <numeric>
 
 using test::LinearTrial;
 using test::Record;
@@ -236,4 +237,42 @@ TEST_CASE("evaluate_full_dataset: runs under no-grad at each validation boundary
   CHECK(last["metrics"]["validation_loss"].get<double>() == doctest::Approx(0.670052).epsilon(1e-5));
   CHECK(last["metrics"]["batches"].get<double>() == 3.0);  // ceil(10 / 4): the unsharded loader
   std::filesystem::remove_all(ctx.run_dir());
+}
+
+TEST_CASE("a fit writes Determined's TensorBoard scalars: per-batch training, then validation") {
+  Record rec;
+  auto opts = test::init_options("tensorboard");
+  auto ctx = dtl::init(opts);
+  LinearTrial trial(ctx, rec, {});
+  dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{20}, .reporting_period = dtl::Batch{10}, .quiet = true});
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(ctx.get_tensorboard_path())) files.push_back(e.path());
+  REQUIRE(files.size() == 1);
+  CHECK(files[0].filename().string().starts_with("events.out.tfevents."));
+  if (::access("/usr/bin/python3", X_OK) != 0) {
+    MESSAGE("/usr/bin/python3 not found: the TensorBoard file's contents are not decoded");
+  } else {
+    // __FILE__ is absolute in unity builds; from the repository root the relative path works too.
+    auto script = std::filesystem::path(__FILE__).parent_path() / "../log/decode_tfevents.py";
+    if (!std::filesystem::exists(script)) script = "tests/log/decode_tfevents.py";
+    const std::string cmd = "/usr/bin/python3 '" + script.string() + "' '" + files[0].string() + "'";
+    FILE* pipe = ::popen(cmd.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::vector<std::int64_t> loss_steps, val_steps;
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, pipe)) {
+      const auto ev = nlohmann::json::parse(buf);
+      if (!ev.contains("tag")) continue;
+      if (ev["tag"] == "Determined/loss") loss_steps.push_back(ev["step"]);
+      // "validation_loss" starts with "val", so Determined adds no val_ prefix.
+      if (ev["tag"] == "Determined/validation_loss") val_steps.push_back(ev["step"]);
+    }
+    CHECK(::pclose(pipe) == 0);
+    // One scalar per batch at steps 0..19 (Determined: steps_completed - len + i); validation at 20.
+    std::vector<std::int64_t> expected(20);
+    std::iota(expected.begin(), expected.end(), 0);
+    CHECK(loss_steps == expected);
+    CHECK(val_steps == V{20});
+  }
+  std::filesystem::remove_all(opts.run_dir.value());
 }

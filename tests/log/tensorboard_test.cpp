@@ -526,7 +526,8 @@ TEST_SUITE("tensorboard") {
     TempDir tmp;
     fs::path file;
     {
-      dtl::BatchMetricWriter tb(dtl::SummaryWriter(tmp.path));
+      dtl::SummaryWriter sw(tmp.path);
+      dtl::BatchMetricWriter tb(sw);
       file = tb.writer().file_path();
       // A workload of 4 batches ending at steps_completed = 10: batches 6..9.
       std::vector<dtl::ScalarMetrics> batches;

@@ -613,8 +613,9 @@ class SummaryWriter {
 /// ```
 class BatchMetricWriter {
  public:
-  /// Writes through `writer`.
-  explicit BatchMetricWriter(SummaryWriter writer) : writer_(std::move(writer)) {}
+  /// Writes through `writer`, which must outlive it (the trainer shares the context's writer, so
+  /// the user's own scalars land in the same file).
+  explicit BatchMetricWriter(SummaryWriter& writer) noexcept : writer_(&writer) {}
 
   /// End of a training workload that ended at `steps_completed` batches. Batch `i` of the
   /// `batch_metrics.size()` batches is written at step `steps_completed - size + i`; a metric of
@@ -623,29 +624,29 @@ class BatchMetricWriter {
                          const std::vector<ScalarMetrics>& batch_metrics = {}) {
     const auto n = static_cast<std::int64_t>(batch_metrics.size());
     for (std::int64_t i = 0; i < n; ++i)
-      writer_.write_training_metrics(batch_metrics[static_cast<std::size_t>(i)], steps_completed - n + i);
+      writer_->write_training_metrics(batch_metrics[static_cast<std::size_t>(i)], steps_completed - n + i);
     std::set<std::string_view> seen;
     for (const auto& batch : batch_metrics)
       for (const auto& entry : batch) seen.insert(entry.first);
     ScalarMetrics unseen;
     for (const auto& entry : metrics)
       if (!seen.contains(entry.first)) unseen.push_back(entry);
-    writer_.write_training_metrics(unseen, steps_completed);
-    writer_.flush();
+    writer_->write_training_metrics(unseen, steps_completed);
+    writer_->flush();
   }
 
   /// End of a validation at `steps_completed` batches: `Determined/val_<name>` (names starting
   /// with "val" unchanged) at `steps_completed`. Then flushes.
   void on_validation_step_end(std::int64_t steps_completed, const ScalarMetrics& metrics) {
-    writer_.write_validation_metrics(metrics, steps_completed);
-    writer_.flush();
+    writer_->write_validation_metrics(metrics, steps_completed);
+    writer_->flush();
   }
 
   /// The underlying writer, for scalars of your own (Determined's `TorchWriter().writer`).
-  SummaryWriter& writer() noexcept { return writer_; }
+  SummaryWriter& writer() noexcept { return *writer_; }
 
  private:
-  SummaryWriter writer_;
+  SummaryWriter* writer_;
 };
 
 }  // namespace dtl

@@ -1,0 +1,221 @@
+// dtl — custom metric reducers (Determined's `MetricReducer` and `context.wrap_reducer`,
+// semantics §5.2). A reducer accumulates whatever the trial feeds it (`update` is the trial's own
+// call, on its own type: no virtual call per batch), reduces that on each rank
+// (`per_slot_reduce`), and combines the ranks' values (`cross_slot_reduce`) at the end of every
+// training workload and validation. Per-slot values cross ranks as JSON.
+#ifndef DTL_METRIC_REDUCER_HPP
+#define DTL_METRIC_REDUCER_HPP
+
+#include <dtl/detail/always_false.hpp>
+#include <dtl/errors.hpp>
+#include <dtl/reducer.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <concepts>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace dtl {
+
+// Small named requirements, so a failure names the missing piece.
+
+template <class R>
+concept HasReset = requires(R& r) { r.reset(); };
+
+template <class R>
+concept HasPerSlotReduce = requires(R& r) {
+  { r.per_slot_reduce() } -> std::convertible_to<nlohmann::json>;
+};
+
+template <class R>
+using per_slot_t = std::remove_cvref_t<decltype(std::declval<R&>().per_slot_reduce())>;
+
+template <class R>
+concept HasCrossSlotReduce = HasPerSlotReduce<R> && requires(R& r, const std::vector<per_slot_t<R>>& slots) {
+  { r.cross_slot_reduce(slots) } -> std::convertible_to<nlohmann::json>;
+};
+
+/// Determined's MetricReducer: `reset()`, `per_slot_reduce()` (this rank's value, any type that
+/// converts to and from JSON), `cross_slot_reduce(std::vector<PerSlot>)` (the metric: a number,
+/// an array, or — for an unnamed reducer — a map of metric names to values). `update(...)` is
+/// yours to define; call it from train_batch / evaluate_batch.
+///   struct Sum { double s = 0; void reset() { s = 0; } void update(double x) { s += x; }
+///                double per_slot_reduce() { return s; }
+///                double cross_slot_reduce(const std::vector<double>& v) { return std::accumulate(...); } };
+template <class R>
+concept MetricReducer = HasReset<R> && HasPerSlotReduce<R> && HasCrossSlotReduce<R>;
+
+template <class R>
+using reducer_result_t =
+    std::remove_cvref_t<decltype(std::declval<R&>().cross_slot_reduce(std::declval<const std::vector<per_slot_t<R>>&>()))>;
+
+/// Which phases a wrapped reducer reports in (Determined's `for_training` / `for_validation`).
+struct ReducerPhases {
+  bool for_training = true;
+  bool for_validation = true;
+};
+
+/// What `wrap_reducer(fn, ...)` makes of a function (Determined's `_SimpleReducer`): `update(v)`
+/// appends v; the function receives every rank's values interleaved batch by batch (rank 0's
+/// first, rank 1's first, …, rank 0's second, …), which restores the data order when `update` is
+/// called once per batch.
+template <class T, class Fn>
+class SimpleReducer {
+ public:
+  explicit SimpleReducer(Fn fn) : fn_(std::move(fn)) {}
+  void update(T value) { values_.push_back(std::move(value)); }
+  void reset() { values_.clear(); }
+  [[nodiscard]] const std::vector<T>& per_slot_reduce() const noexcept { return values_; }
+  auto cross_slot_reduce(const std::vector<std::vector<T>>& slots) const {
+    std::vector<T> flat;
+    std::size_t longest = 0;
+    for (const auto& s : slots) longest = std::max(longest, s.size());
+    for (std::size_t i = 0; i < longest; ++i)
+      for (const auto& s : slots)
+        if (i < s.size()) flat.push_back(s[i]);
+    return fn_(static_cast<const std::vector<T>&>(flat));
+  }
+
+ private:
+  Fn fn_;
+  std::vector<T> values_;
+};
+
+namespace detail {
+
+template <class T>
+inline constexpr bool is_shared_ptr = false;
+template <class T>
+inline constexpr bool is_shared_ptr<std::shared_ptr<T>> = true;
+
+/// A function of one `const std::vector<T>&` (not generic, so T can be read off it).
+template <class F>
+struct unary_vector_function {};
+template <class C, class Ret, class T>
+struct unary_vector_function<Ret (C::*)(const std::vector<T>&) const> {
+  using value_type = T;
+};
+template <class C, class Ret, class T>
+struct unary_vector_function<Ret (C::*)(const std::vector<T>&)> {
+  using value_type = T;
+};
+template <class Ret, class T>
+struct unary_vector_function<Ret (*)(const std::vector<T>&)> {
+  using value_type = T;
+};
+template <class F>
+  requires requires { &F::operator(); }
+struct unary_vector_function<F> : unary_vector_function<decltype(&F::operator())> {};
+template <class F>
+concept is_unary_vector_function = requires { typename unary_vector_function<std::decay_t<F>>::value_type; };
+
+template <class T>
+inline constexpr bool is_metric_dict = false;
+template <class V, class C, class A>
+inline constexpr bool is_metric_dict<std::map<std::string, V, C, A>> = true;
+template <class V, class H, class E, class A>
+inline constexpr bool is_metric_dict<std::unordered_map<std::string, V, H, E, A>> = true;
+template <class T>
+inline constexpr bool is_dynamic_json = std::is_same_v<T, nlohmann::json> || std::is_same_v<T, nlohmann::ordered_json>;
+
+/// The diagnose ladder for wrap_reducer: each broken rule gets one message with the fix.
+template <class R, bool Named>
+consteval bool diagnose_reducer() {
+  if constexpr (!HasReset<R>) {
+    static_assert(always_false<R>, "dtl: wrap_reducer: a MetricReducer needs `void reset()` (called at the start of "
+                                   "every training workload and validation)");
+  } else if constexpr (!HasPerSlotReduce<R>) {
+    static_assert(always_false<R>, "dtl: wrap_reducer: a MetricReducer needs `per_slot_reduce()` returning this "
+                                   "rank's value as a type nlohmann::json can hold (a number, vector, map, ...)");
+  } else if constexpr (!HasCrossSlotReduce<R>) {
+    static_assert(always_false<R>, "dtl: wrap_reducer: a MetricReducer needs `cross_slot_reduce(const "
+                                   "std::vector<PerSlot>&)`, PerSlot being per_slot_reduce()'s type, returning the metric");
+  } else if constexpr (Named && is_metric_dict<reducer_result_t<R>>) {
+    static_assert(always_false<R>, "dtl: wrap_reducer: this reducer has a name, so it reports one metric, but its "
+                                   "cross_slot_reduce returns a map of metrics. Drop the name to merge the map into "
+                                   "the metrics, or return a single value.");
+  } else if constexpr (!Named && !is_metric_dict<reducer_result_t<R>> && !is_dynamic_json<reducer_result_t<R>>) {
+    static_assert(always_false<R>, "dtl: wrap_reducer: without a name, cross_slot_reduce must return a map of metric "
+                                   "names to values (std::map<std::string, V>). Give the reducer a name to report "
+                                   "one value: ctx.wrap_reducer(reducer, \"my_metric\").");
+  }
+  return true;
+}
+
+/// A wrapped reducer with its type erased: boundaries only, so a virtual call here costs nothing
+/// that matters.
+struct WrappedReducer {
+  struct Ops {
+    virtual ~Ops() = default;
+    virtual void reset() = 0;
+    virtual nlohmann::json per_slot() = 0;
+    virtual nlohmann::json cross_slot(const std::vector<nlohmann::json>& slots) = 0;
+  };
+  template <class R>
+  struct OpsFor final : Ops {
+    std::shared_ptr<R> r;
+    explicit OpsFor(std::shared_ptr<R> p) : r(std::move(p)) {}
+    void reset() override { r->reset(); }
+    nlohmann::json per_slot() override { return r->per_slot_reduce(); }
+    nlohmann::json cross_slot(const std::vector<nlohmann::json>& slots) override {
+      std::vector<per_slot_t<R>> typed;
+      typed.reserve(slots.size());
+      for (const auto& s : slots) typed.push_back(s.template get<per_slot_t<R>>());
+      return r->cross_slot_reduce(typed);
+    }
+  };
+
+  std::unique_ptr<Ops> ops;
+  const void* identity = nullptr;  // the user's object, to refuse wrapping it twice
+  std::optional<std::string> name;
+  ReducerPhases phases;
+};
+
+/// End of a phase: every reducer flagged for it reduces on this rank, the per-slot values are
+/// gathered (`gather`: one JSON array per reducer → that reducer's values from every rank), and
+/// the results are written into `metrics` — a named reducer's under its name, an unnamed one's
+/// map merged key by key (overwriting the batch-averaged values of the same names).
+template <class Gather>
+void report_reducers(std::vector<WrappedReducer>& reducers, bool training, MetricsJson& metrics, Gather&& gather) {
+  std::vector<WrappedReducer*> active;
+  nlohmann::json mine = nlohmann::json::array();
+  for (auto& w : reducers)
+    if (training ? w.phases.for_training : w.phases.for_validation) {
+      active.push_back(&w);
+      mine.push_back(w.ops->per_slot());
+    }
+  if (active.empty()) return;
+  // One collective for all reducers: a list per rank, each holding every reducer's value.
+  const std::vector<nlohmann::json> per_rank = gather(std::move(mine));
+  for (std::size_t i = 0; i < active.size(); ++i) {
+    std::vector<nlohmann::json> slots;
+    slots.reserve(per_rank.size());
+    for (const auto& rank : per_rank) slots.push_back(rank.at(i));
+    nlohmann::json result = active[i]->ops->cross_slot(slots);
+    if (active[i]->name) {
+      if (result.is_object())
+        throw InvalidExperimentException("dtl: the reducer wrapped with name '" + *active[i]->name +
+                                         "' returned a map of metrics; with a name it must return one value");
+      metrics[*active[i]->name] = std::move(result);
+    } else {
+      if (!result.is_object())
+        throw InvalidExperimentException(
+            "dtl: a reducer wrapped without a name must return a map of metric names to values, but returned " +
+            result.dump() + "; give it a name to report a single value");
+      for (auto& [k, v] : result.items()) metrics[k] = v;
+    }
+  }
+}
+
+}  // namespace detail
+}  // namespace dtl
+
+#endif  // DTL_METRIC_REDUCER_HPP
