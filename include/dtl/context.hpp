@@ -13,6 +13,7 @@
 #include <dtl/log/tensorboard.hpp>
 #include <dtl/lr_scheduler.hpp>
 #include <dtl/metric_reducer.hpp>
+#include <dtl/profiler.hpp>
 #include <dtl/units.hpp>
 
 #include <nlohmann/json.hpp>
@@ -156,6 +157,16 @@ class PyTorchTrialContext {
   template <class X>
   auto wrap_reducer(X&& reducer, ReducerPhases phases = {}) {
     return add_reducer<false>(std::forward<X>(reducer), std::nullopt, phases);
+  }
+
+  /// Profiles scheduled train_batch calls (Determined's `set_profiler`, with
+  /// torch.profiler.schedule's fields) and writes a Chrome trace per active cycle to
+  /// `schedule.trace_dir` (default `<run_dir>/profiler`).
+  ///   ctx.set_profiler({.wait = 1, .warmup = 1, .active = 2, .repeat = 1});
+  void set_profiler(ProfilerSchedule schedule) { profiler_.emplace(std::move(schedule), s_.run_dir / "profiler"); }
+  /// The traces the profiler has written so far (empty without set_profiler).
+  [[nodiscard]] std::vector<std::filesystem::path> profiler_traces() const {
+    return profiler_ ? profiler_->traces() : std::vector<std::filesystem::path>{};
   }
 
   // ---- the optimization step ---------------------------------------------------------------
@@ -360,6 +371,7 @@ class PyTorchTrialContext {
   bool stop_requested_ = false;
   std::optional<SummaryWriter> tensorboard_;
   std::vector<detail::WrappedReducer> reducers_;
+  std::optional<detail::ScheduledProfiler> profiler_;
 };
 
 }  // namespace dtl

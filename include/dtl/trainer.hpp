@@ -104,6 +104,12 @@ class Trainer {
   using ValLoader = detail::validation_loader_t<TrialT>;
 
   struct ShouldExit {};
+  using Clock = std::chrono::steady_clock;
+
+  /// Time per phase since the last training report (`profiling_enabled`).
+  struct PhaseTimes {
+    Clock::duration data_wait{}, train_step{}, validation{}, checkpoint{};
+  };
 
   FitOptions resolve(FitOptions o) const {
     if (const auto& cfg = ctx_.experiment_config()) {
@@ -185,6 +191,8 @@ class Trainer {
     const Length train_unit = opts_.test_mode ? Length{Batch{1}} : *opts_.max_length;
     const Length validation_period = opts_.validation_period.value_or(Batch::never());
     const Length checkpoint_period = opts_.checkpoint_period.value_or(Batch::never());
+    const bool profiling = opts_.profiling_enabled;
+    phase_ = {};
 
     try {
       if (opts_.step_zero_validation && state_.batches_trained == 0) validate();
@@ -203,10 +211,28 @@ class Trainer {
           if (epoch_start)
             for (auto& [name, cb] : callbacks_) cb->on_training_epoch_start(epoch_idx);
 
+          const auto t_data = profiling ? Clock::now() : Clock::time_point{};
           auto batch = ctx_.to_device(std::move(*it));
+          const auto t_step = profiling ? Clock::now() : Clock::time_point{};
           records += trial_.get_batch_length(batch);
-          collector_.add(Metrics(trial_.train_batch(batch, epoch_idx, batch_idx)), "training");
+          if (ctx_.profiler_) [[unlikely]] {
+            ctx_.profiler_->before_batch();
+            if (ctx_.profiler_->active()) {
+              RECORD_USER_SCOPE("train_batch");
+              collector_.add(Metrics(trial_.train_batch(batch, epoch_idx, batch_idx)), "training");
+            } else {
+              collector_.add(Metrics(trial_.train_batch(batch, epoch_idx, batch_idx)), "training");
+            }
+            ctx_.profiler_->after_batch();
+          } else {
+            collector_.add(Metrics(trial_.train_batch(batch, epoch_idx, batch_idx)), "training");
+          }
           ctx_.step_lr_schedulers(batch_idx);
+          if (profiling) {
+            const auto t_end = Clock::now();
+            phase_.data_wait += t_step - t_data;
+            phase_.train_step += t_end - t_step;
+          }
           ++it;
 
           ++state_.batches_trained;
@@ -289,8 +315,17 @@ class Trainer {
                             [this](nlohmann::json mine) { return allgather_json(std::move(mine)); });
     const auto secs = std::chrono::duration<double>(elapsed).count();
     const auto batches = collector_.batches();
+    MetricsJson timings = nullptr;
+    if (opts_.profiling_enabled) {
+      auto s = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+      timings = {{"data_wait_seconds", s(phase_.data_wait)},
+                 {"train_step_seconds", s(phase_.train_step)},
+                 {"validation_seconds", s(phase_.validation)},
+                 {"checkpoint_seconds", s(phase_.checkpoint)}};
+      phase_ = {};
+    }
     reporter_->training(state_.batches_trained, state_.epochs_trained, progress(), report.avg_metrics, report.batch_metrics,
-                        {.batches = batches, .records = records, .seconds = secs});
+                        {.batches = batches, .records = records, .seconds = secs}, timings);
     for (auto& [name, cb] : callbacks_) cb->on_training_workload_end(report.avg_metrics, report.batch_metrics);
   }
 
@@ -349,6 +384,7 @@ class Trainer {
     }
     set_train_mode(true);
     state_.last_val = state_.batches_trained;
+    phase_.validation += std::chrono::steady_clock::now() - t0;
     const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     reporter_->validation(state_.batches_trained, state_.epochs_trained, metrics, {.batches = batches, .seconds = secs});
     for (auto& [name, cb] : callbacks_) cb->on_validation_end(metrics);
@@ -382,6 +418,12 @@ class Trainer {
   }
 
   void checkpoint() {
+    const auto t0 = Clock::now();
+    struct AddTime {
+      Clock::duration& d;
+      Clock::time_point t0;
+      ~AddTime() { d += Clock::now() - t0; }
+    } add_time{phase_.checkpoint, t0};
     state_.last_ckpt = state_.batches_trained;
     if (!ctx_.distributed().is_chief()) return;
     auto written = checkpointer().save(ctx_, detail::CheckpointState{
@@ -452,6 +494,7 @@ class Trainer {
   std::optional<ValLoader> val_loader_;
   std::optional<detail::Reporter> reporter_;
   std::optional<detail::Checkpointer> checkpointer_;
+  PhaseTimes phase_;
   std::function<nlohmann::json()> data_position_;  // set while the training stream lives
   nlohmann::json saved_data_position_;             // from the checkpoint being resumed
 };

@@ -79,10 +79,14 @@ class Reporter {
   }
 
   /// `{"type":"training","steps_completed":N,"epoch":E,"metrics":{...}}`
+  /// `timings` (profiling_enabled): seconds per phase since the previous report, also written as
+  /// `{"timings": {...}}` and as TensorBoard scalars `Determined/profiling/<phase>`.
   void training(std::int64_t steps, std::int64_t epochs, double progress, const MetricsJson& metrics,
-                const std::vector<MetricsJson>& batch_metrics, const WorkloadTiming& t) {
+                const std::vector<MetricsJson>& batch_metrics, const WorkloadTiming& t,
+                const MetricsJson& timings = nullptr) {
     if (!chief_) return;
-    write("training", steps, epochs, metrics, t);
+    write("training", steps, epochs, metrics, t, timings);
+    if (tb_ && timings.is_object()) tb_->writer().write_metrics("Determined/profiling/", scalar_metrics(timings), steps);
     if (tb_) {
       std::vector<ScalarMetrics> batches;
       batches.reserve(batch_metrics.size());
@@ -125,7 +129,7 @@ class Reporter {
 
  private:
   void write(const char* type, std::int64_t steps, std::int64_t epochs, const MetricsJson& metrics,
-             const WorkloadTiming& t) {
+             const WorkloadTiming& t, const MetricsJson& timings = nullptr) {
     nlohmann::ordered_json rec;
     rec["type"] = type;
     rec["steps_completed"] = steps;
@@ -133,6 +137,7 @@ class Reporter {
     rec["metrics"] = metrics;
     rec["batches"] = t.batches;
     rec["seconds"] = t.seconds;
+    if (timings.is_object()) rec["timings"] = timings;
     out_ << rec.dump() << '\n';
     out_.flush();
   }
