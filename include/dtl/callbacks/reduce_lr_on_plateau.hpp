@@ -1,0 +1,312 @@
+// dtl — ReduceLROnPlateau: torch.optim.lr_scheduler.ReduceLROnPlateau (torch 1.13) with Python's
+// exact update rule and state_dict keys, and the callback that steps it after every validation
+// (the callback Determined's docs tell PyTorchTrial users to write themselves).
+//
+// It is not a dtl::lr::LRScheduler and not LRSchedulerLike: its step needs the metric, which
+// only exists after a validation, so it cannot be wrapped with wrap_lr_scheduler. Step it from
+// on_validation_end, which is what ReduceLROnPlateauEveryValidation does.
+#ifndef DTL_CALLBACKS_REDUCE_LR_ON_PLATEAU_HPP
+#define DTL_CALLBACKS_REDUCE_LR_ON_PLATEAU_HPP
+
+#include <torch/torch.h>
+
+#include <dtl/callback.hpp>
+#include <dtl/callbacks/monitor.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <initializer_list>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dtl::lr {
+
+using Mode = MonitorMode;
+
+/// How a new value must beat the best to count as an improvement (Python's `threshold_mode`).
+enum class ThresholdMode {
+  rel,  ///< beyond `best * (1 - threshold)` in min mode, `best * (1 + threshold)` in max mode
+  abs,  ///< beyond `best - threshold` in min mode, `best + threshold` in max mode
+};
+
+/// Python's spelling: `to_string(ThresholdMode::rel) == "rel"`.
+[[nodiscard]] inline std::string to_string(ThresholdMode m) { return m == ThresholdMode::rel ? "rel" : "abs"; }
+
+/// Parses Python's spelling ("rel" or "abs").
+[[nodiscard]] inline ThresholdMode parse_threshold_mode(std::string_view s) {
+  if (s == "rel") return ThresholdMode::rel;
+  if (s == "abs") return ThresholdMode::abs;
+  throw std::invalid_argument("dtl: threshold mode '" + std::string(s) + "' is unknown: use \"rel\" or \"abs\"");
+}
+
+/// Python's `min_lr`: one floor for every param group, or a list with one per group.
+///   {.min_lr = 1e-5}            // every group
+///   {.min_lr = {1e-4, 1e-6}}    // group 0, group 1 (the count must match the optimizer's groups)
+class MinLR {
+ public:
+  MinLR(double all_groups = 0.0) : values_{all_groups} {}  // NOLINT(google-explicit-constructor)
+  MinLR(std::initializer_list<double> per_group) : values_(per_group), per_group_(true) {}
+  MinLR(std::vector<double> per_group) : values_(std::move(per_group)), per_group_(true) {}  // NOLINT
+
+  /// One floor per group; a list of the wrong length is Python's ValueError, with its wording.
+  [[nodiscard]] std::vector<double> for_groups(std::size_t groups) const {
+    if (!per_group_) return std::vector<double>(groups, values_.front());
+    if (values_.size() != groups)
+      throw std::invalid_argument("dtl::lr::ReduceLROnPlateau: expected " + std::to_string(groups) + " min_lrs, got " +
+                                  std::to_string(values_.size()) +
+                                  " (give one per param group, or a single number for all of them)");
+    return values_;
+  }
+
+ private:
+  std::vector<double> values_;
+  bool per_group_ = false;
+};
+
+/// ReduceLROnPlateau's arguments, with Python's defaults.
+struct ReduceLROnPlateauOptions {
+  Mode mode = Mode::min;
+  double factor = 0.1;       ///< new_lr = lr * factor; must be < 1
+  std::int64_t patience = 10;  ///< bad steps tolerated; the lr drops on the (patience + 1)-th
+  double threshold = 1e-4;
+  ThresholdMode threshold_mode = ThresholdMode::rel;
+  std::int64_t cooldown = 0;  ///< steps after a reduction during which bad steps are not counted
+  MinLR min_lr = 0.0;
+  double eps = 1e-8;  ///< a reduction smaller than this is skipped
+  bool verbose = false;  ///< print Python's "Epoch 00012: reducing learning rate of group 0 to 1.0000e-02."
+};
+
+/// torch.optim.lr_scheduler.ReduceLROnPlateau: lowers every param group's learning rate by
+/// `factor` once the metric has not improved for more than `patience` steps.
+///
+/// ```cpp
+/// dtl::lr::ReduceLROnPlateau sched(opt, {.mode = dtl::lr::Mode::min, .factor = 0.5, .patience = 2});
+/// for (...) { train(); sched.step(validation_loss); }
+/// ```
+class ReduceLROnPlateau {
+ public:
+  using Options = ReduceLROnPlateauOptions;
+
+  explicit ReduceLROnPlateau(std::shared_ptr<torch::optim::Optimizer> optimizer, Options options = {})
+      : optimizer_(std::move(optimizer)),
+        factor_(options.factor),
+        patience_(options.patience),
+        verbose_(options.verbose),
+        cooldown_(options.cooldown),
+        mode_(options.mode),
+        threshold_(options.threshold),
+        threshold_mode_(options.threshold_mode),
+        eps_(options.eps) {
+    if (!optimizer_) throw std::invalid_argument("dtl::lr::ReduceLROnPlateau: the optimizer is null");
+    if (factor_ >= 1.0)
+      throw std::invalid_argument("dtl::lr::ReduceLROnPlateau: factor should be < 1.0 (got " + std::to_string(factor_) +
+                                  "); new_lr = lr * factor");
+    min_lrs_ = options.min_lr.for_groups(optimizer_->param_groups().size());
+    best_ = mode_worse();
+  }
+
+  /// One step with the newest value of the monitored metric (Python's `step(metrics)`).
+  void step(double metric) {
+    const double current = metric;
+    ++last_epoch_;
+    if (is_better(current, best_)) {
+      best_ = current;
+      num_bad_epochs_ = 0;
+    } else {
+      ++num_bad_epochs_;
+    }
+    if (in_cooldown()) {
+      --cooldown_counter_;
+      num_bad_epochs_ = 0;  // bad steps during cooldown do not count
+    }
+    if (num_bad_epochs_ > patience_) {
+      reduce_lr();
+      cooldown_counter_ = cooldown_;
+      num_bad_epochs_ = 0;
+    }
+    last_lr_.clear();
+    for (const auto& group : optimizer_->param_groups()) last_lr_.push_back(group.options().get_lr());
+    stepped_ = true;
+  }
+  /// A 0-d (or one-element) tensor, as Python's `float(metrics)` takes one.
+  void step(const torch::Tensor& metric) { step(metric.item<double>()); }
+
+  /// Python's comparison: is `a` an improvement on `best` by more than the threshold?
+  [[nodiscard]] bool is_better(double a, double best) const {
+    if (mode_ == Mode::min && threshold_mode_ == ThresholdMode::rel) return a < best * (1.0 - threshold_);
+    if (mode_ == Mode::min) return a < best - threshold_;
+    if (threshold_mode_ == ThresholdMode::rel) return a > best * (threshold_ + 1.0);
+    return a > best + threshold_;
+  }
+
+  /// The learning rates after the last step (empty before the first, where Python has none).
+  [[nodiscard]] const std::vector<double>& get_last_lr() const noexcept { return last_lr_; }
+  [[nodiscard]] std::int64_t last_epoch() const noexcept { return last_epoch_; }
+  [[nodiscard]] double best() const noexcept { return best_; }
+  [[nodiscard]] std::int64_t num_bad_epochs() const noexcept { return num_bad_epochs_; }
+  [[nodiscard]] std::int64_t cooldown_counter() const noexcept { return cooldown_counter_; }
+  [[nodiscard]] bool in_cooldown() const noexcept { return cooldown_counter_ > 0; }
+  [[nodiscard]] const std::vector<double>& min_lrs() const noexcept { return min_lrs_; }
+  [[nodiscard]] Mode mode() const noexcept { return mode_; }
+  [[nodiscard]] const std::shared_ptr<torch::optim::Optimizer>& optimizer() const noexcept { return optimizer_; }
+
+  /// Python's state_dict (its `__dict__` without the optimizer), key for key. JSON has no
+  /// infinity, so `best` and `mode_worse` are written as "inf" / "-inf" while nothing has
+  /// been seen; load_state_dict reads those back, and Python's `float()` reads them too.
+  /// `_last_lr` is present once step() has run, as in Python.
+  [[nodiscard]] nlohmann::json state_dict() const {
+    using callbacks::detail::float_to_json;
+    nlohmann::json s = {{"factor", factor_},
+                        {"min_lrs", min_lrs_},
+                        {"patience", patience_},
+                        {"verbose", verbose_},
+                        {"cooldown", cooldown_},
+                        {"cooldown_counter", cooldown_counter_},
+                        {"mode", to_string(mode_)},
+                        {"threshold", threshold_},
+                        {"threshold_mode", to_string(threshold_mode_)},
+                        {"best", float_to_json(best_)},
+                        {"num_bad_epochs", num_bad_epochs_},
+                        {"mode_worse", float_to_json(mode_worse())},
+                        {"eps", eps_},
+                        {"last_epoch", last_epoch_}};
+    if (stepped_) s["_last_lr"] = last_lr_;
+    return s;
+  }
+
+  /// Python's load_state_dict: the keys present replace the current values (absent ones stay),
+  /// then mode and threshold_mode are re-validated and `mode_worse` follows `mode`. The
+  /// optimizer's learning rates are not touched: they are the optimizer's state (a dtl
+  /// checkpoint restores them).
+  void load_state_dict(const nlohmann::json& state) {
+    using callbacks::detail::float_from_json;
+    if (!state.is_object())
+      throw std::invalid_argument("dtl::lr::ReduceLROnPlateau::load_state_dict: expected a JSON object, got " +
+                                  std::string(state.type_name()));
+    auto num = [&](const char* key, double& out) {
+      if (state.contains(key)) out = float_from_json(state.at(key), key);
+    };
+    auto integer = [&](const char* key, std::int64_t& out) {
+      if (state.contains(key)) out = state.at(key).get<std::int64_t>();
+    };
+    num("factor", factor_);
+    integer("patience", patience_);
+    if (state.contains("verbose")) verbose_ = state.at("verbose").get<bool>();
+    integer("cooldown", cooldown_);
+    integer("cooldown_counter", cooldown_counter_);
+    if (state.contains("mode")) mode_ = parse_monitor_mode(state.at("mode").get<std::string>());
+    num("threshold", threshold_);
+    if (state.contains("threshold_mode"))
+      threshold_mode_ = parse_threshold_mode(state.at("threshold_mode").get<std::string>());
+    num("best", best_);
+    integer("num_bad_epochs", num_bad_epochs_);
+    num("eps", eps_);
+    integer("last_epoch", last_epoch_);
+    if (state.contains("min_lrs")) {
+      auto m = state.at("min_lrs").get<std::vector<double>>();
+      const auto groups = optimizer_->param_groups().size();
+      if (m.size() != groups)
+        throw std::invalid_argument("dtl::lr::ReduceLROnPlateau::load_state_dict: the state has " +
+                                    std::to_string(m.size()) + " min_lrs but the optimizer has " +
+                                    std::to_string(groups) + " param groups (was it saved for another optimizer?)");
+      min_lrs_ = std::move(m);
+    }
+    if (state.contains("_last_lr")) {
+      last_lr_ = state.at("_last_lr").get<std::vector<double>>();
+      stepped_ = true;
+    }
+  }
+
+ private:
+  [[nodiscard]] double mode_worse() const noexcept {
+    return mode_ == Mode::min ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+  }
+
+  void reduce_lr() {
+    auto& groups = optimizer_->param_groups();
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      const double old_lr = groups[i].options().get_lr();
+      const double new_lr = std::max(old_lr * factor_, min_lrs_.at(i));
+      // A step smaller than eps is noise (e.g. already at min_lr up to rounding): skip it.
+      if (old_lr - new_lr > eps_) {
+        groups[i].options().set_lr(new_lr);
+        if (verbose_) std::printf("Epoch %05lld: reducing learning rate of group %zu to %.4e.\n",
+                                  static_cast<long long>(last_epoch_), i, new_lr);
+      }
+    }
+  }
+
+  std::shared_ptr<torch::optim::Optimizer> optimizer_;
+  double factor_;
+  std::vector<double> min_lrs_;
+  std::int64_t patience_;
+  bool verbose_;
+  std::int64_t cooldown_;
+  std::int64_t cooldown_counter_ = 0;
+  Mode mode_;
+  double threshold_;
+  ThresholdMode threshold_mode_;
+  double best_;
+  std::int64_t num_bad_epochs_ = 0;
+  double eps_;
+  std::int64_t last_epoch_ = 0;
+  std::vector<double> last_lr_;
+  bool stepped_ = false;
+};
+
+}  // namespace dtl::lr
+
+namespace dtl::callbacks {
+
+/// Steps a ReduceLROnPlateau with the monitored validation metric after every validation, and
+/// saves the scheduler's state as this callback's state_dict (Determined's documented
+/// `ReduceLROnPlateauEveryValidationStep`, shipped).
+///
+/// ```cpp
+/// dtl::Callbacks build_callbacks() {
+///   return {{"reduce_lr", std::make_shared<dtl::callbacks::ReduceLROnPlateauEveryValidation>(
+///                             opt_, "validation_loss", dtl::lr::ReduceLROnPlateauOptions{.patience = 2})}};
+/// }
+/// ```
+class ReduceLROnPlateauEveryValidation : public PyTorchCallback {
+ public:
+  /// Builds the scheduler on `optimizer` (one of the trial's wrapped optimizers).
+  explicit ReduceLROnPlateauEveryValidation(std::shared_ptr<torch::optim::Optimizer> optimizer,
+                                            std::string monitor = "validation_loss",
+                                            lr::ReduceLROnPlateauOptions options = {})
+      : ReduceLROnPlateauEveryValidation(std::make_shared<lr::ReduceLROnPlateau>(std::move(optimizer), std::move(options)),
+                                         std::move(monitor)) {}
+  /// Steps a scheduler you built (and may keep a handle to).
+  explicit ReduceLROnPlateauEveryValidation(std::shared_ptr<lr::ReduceLROnPlateau> scheduler,
+                                            std::string monitor = "validation_loss")
+      : scheduler_(std::move(scheduler)), monitor_(std::move(monitor)) {
+    if (!scheduler_) throw std::invalid_argument("dtl::callbacks::ReduceLROnPlateauEveryValidation: the scheduler is null");
+  }
+
+  void on_validation_end(const MetricsJson& metrics) override {
+    scheduler_->step(detail::monitored_value(metrics, monitor_, "ReduceLROnPlateauEveryValidation"));
+  }
+
+  /// The scheduler's state_dict, Python's keys (see lr::ReduceLROnPlateau::state_dict).
+  [[nodiscard]] nlohmann::json state_dict() const override { return scheduler_->state_dict(); }
+  void load_state_dict(const nlohmann::json& state) override { scheduler_->load_state_dict(state); }
+
+  [[nodiscard]] const std::shared_ptr<lr::ReduceLROnPlateau>& scheduler() const noexcept { return scheduler_; }
+  [[nodiscard]] const std::string& monitor() const noexcept { return monitor_; }
+
+ private:
+  std::shared_ptr<lr::ReduceLROnPlateau> scheduler_;
+  std::string monitor_;
+};
+
+}  // namespace dtl::callbacks
+
+#endif  // DTL_CALLBACKS_REDUCE_LR_ON_PLATEAU_HPP
