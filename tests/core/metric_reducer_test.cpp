@@ -161,4 +161,5 @@ TEST_CASE("wrap_reducer: naming rules checked at run time when the result type i
   auto shared = std::make_shared<WeightedSum>();
   ctx.wrap_reducer(shared, "x");
   CHECK_THROWS_AS(ctx.wrap_reducer(shared, "y"), dtl::InvalidExperimentException);
+  std::filesystem::remove_all(ctx.run_dir());
 }
