@@ -52,6 +52,10 @@ struct FitOptions {
   bool test_mode = false;
   bool profiling_enabled = false;
   bool quiet = false;  ///< no console output (metrics.jsonl, TensorBoard and checkpoints are still written)
+  /// Keep only this many of the newest checkpoints (plus `save_trial_best` of the best); unset
+  /// keeps every checkpoint. The config's `checkpoint_storage.save_trial_latest` sets it too.
+  std::optional<std::int64_t> save_trial_latest;
+  std::int64_t save_trial_best = 1;  ///< with save_trial_latest: the best checkpoints kept besides
   std::string searcher_metric = "validation_loss";  ///< what `best` compares
   bool smaller_is_better = true;
 };
@@ -80,6 +84,7 @@ class Trainer {
     opts_ = resolve(std::move(options));
     state_ = TrialState{};
     saved_data_position_ = nullptr;
+    last_searcher_metric_.reset();
     const bool chief = ctx_.distributed().is_chief();
     reporter_.emplace(ctx_.run_dir(), chief,
                       detail::ReporterOptions{.quiet = opts_.quiet,
@@ -119,6 +124,8 @@ class Trainer {
       if (auto v = cfg->min_validation_period()) o.validation_period = period(*v);
       if (auto c = cfg->min_checkpoint_period()) o.checkpoint_period = period(*c);
       if (auto metric = cfg->searcher_metric(); !metric.empty()) o.searcher_metric = metric;
+      if (auto k = cfg->save_trial_latest()) o.save_trial_latest = *k;
+      if (auto k = cfg->save_trial_best()) o.save_trial_best = *k;
       if (cfg->raw.contains("searcher")) o.smaller_is_better = cfg->smaller_is_better();
       if (auto p = cfg->checkpoint_policy())
         o.checkpoint_policy = *p == "all" ? CheckpointPolicy::all : *p == "none" ? CheckpointPolicy::none : CheckpointPolicy::best;
@@ -384,6 +391,10 @@ class Trainer {
     }
     set_train_mode(true);
     state_.last_val = state_.batches_trained;
+    const auto searched = metrics.find(opts_.searcher_metric);
+    last_searcher_metric_ = searched != metrics.end() && searched->is_number()
+                                ? std::optional<double>(searched->get<double>())
+                                : std::nullopt;
     phase_.validation += std::chrono::steady_clock::now() - t0;
     const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     reporter_->validation(state_.batches_trained, state_.epochs_trained, metrics, {.batches = batches, .seconds = secs});
@@ -432,10 +443,13 @@ class Trainer {
         .last_val = state_.last_val,
         .last_ckpt = state_.last_ckpt,
         .best_validation = state_.best_validation,
-        .data_position = data_position_ ? data_position_() : nlohmann::json(nullptr)});
+        .data_position = data_position_ ? data_position_() : nlohmann::json(nullptr),
+        .validation_metric = state_.last_val == state_.batches_trained ? last_searcher_metric_ : std::nullopt});
     for (auto& [name, cb] : callbacks_) cb->on_checkpoint_write_end(written.dir);
     reporter_->note("checkpoint " + written.uuid + " at batch " + std::to_string(state_.batches_trained));
     for (auto& [name, cb] : callbacks_) cb->on_checkpoint_upload_end(written.uuid);
+    checkpointer().collect_garbage(
+        {.latest = opts_.save_trial_latest, .best = opts_.save_trial_best, .smaller_is_better = opts_.smaller_is_better});
   }
 
   void load(const std::filesystem::path& dir) {
@@ -496,6 +510,7 @@ class Trainer {
   std::optional<detail::Checkpointer> checkpointer_;
   PhaseTimes phase_;
   std::function<nlohmann::json()> data_position_;  // set while the training stream lives
+  std::optional<double> last_searcher_metric_;     // of the latest validation, if it reported one
   nlohmann::json saved_data_position_;             // from the checkpoint being resumed
 };
 

@@ -276,3 +276,38 @@ TEST_CASE("a fit writes Determined's TensorBoard scalars: per-batch training, th
   }
   std::filesystem::remove_all(opts.run_dir.value());
 }
+
+TEST_CASE("save_trial_latest / save_trial_best: older checkpoints are deleted, the best and latest kept") {
+  // Validation every 2 batches; a learning rate too large for the data makes the loss fall at first,
+  // then diverge, so the best checkpoint is an early one.
+  Record rec;
+  auto opts = test::init_options("retention", 4, 0.09);
+  auto ctx = dtl::init(opts);
+  LinearTrial trial(ctx, rec, {.identity = true});
+  dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{12},
+                                .validation_period = dtl::Batch{2},
+                                .checkpoint_policy = dtl::CheckpointPolicy::all,
+                                .quiet = true,
+                                .save_trial_latest = 2,
+                                .save_trial_best = 1});
+  REQUIRE(rec.checkpoints.size() == 6);  // one per validation: 2, 4, ..., 12
+  // Which batches survive: read each remaining checkpoint's metadata.
+  std::vector<std::int64_t> kept;
+  std::vector<double> losses;
+  for (const auto& m : rec.validation_metrics) losses.push_back(m["validation_loss"].get<double>());
+  for (const auto& e : std::filesystem::directory_iterator(ctx.run_dir() / "checkpoints")) {
+    if (!e.is_directory()) continue;
+    std::ifstream in(e.path() / "metadata.json");
+    nlohmann::json meta;
+    in >> meta;
+    kept.push_back(meta["steps_completed"].get<std::int64_t>());
+  }
+  std::sort(kept.begin(), kept.end());
+  const auto best = 2 * (1 + std::distance(losses.begin(), std::min_element(losses.begin(), losses.end())));
+  CAPTURE(losses);
+  REQUIRE(best < 10);  // the setup did produce an early best
+  CHECK(kept == V{best, 10, 12});
+  // The latest pointer still resolves to a complete checkpoint.
+  CHECK(std::filesystem::exists(dtl::detail::Checkpointer(ctx.run_dir() / "checkpoints").resolve("latest") / "metadata.json"));
+  std::filesystem::remove_all(opts.run_dir.value());
+}

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -39,6 +40,17 @@ struct CheckpointState {
   /// Where the training data stands (the loader's description and its sampler state), or null
   /// when unknown; the Trainer then resumes the data by skipping.
   nlohmann::json data_position;
+  /// The searcher metric of the validation at this checkpoint's batch, if one ran there; what
+  /// keep-best garbage collection ranks checkpoints by.
+  std::optional<double> validation_metric;
+};
+
+/// Which checkpoints to keep (Determined's `checkpoint_storage.save_trial_latest` /
+/// `save_trial_best`). Without `latest` nothing is deleted.
+struct RetentionPolicy {
+  std::optional<std::int64_t> latest;  ///< keep this many of the newest
+  std::int64_t best = 1;               ///< and this many of the best validated (by the searcher metric)
+  bool smaller_is_better = true;
 };
 
 struct WrittenCheckpoint {
@@ -166,6 +178,7 @@ class Checkpointer {
                                {"steps_completed", st.batches_trained},
                                {"framework", std::string("torch-") + TORCH_VERSION},
                                {"format", "pickle"}};
+    if (st.validation_metric) metadata["validation_metric"] = *st.validation_metric;
     write_file(tmp / "metadata.json", metadata.dump(2));
     fsync_path(tmp, true);
 
@@ -176,6 +189,59 @@ class Checkpointer {
     fs::rename(storage_ / ".latest.tmp", storage_ / "latest");
     fsync_path(storage_, true);
     return w;
+  }
+
+  /// Deletes the checkpoints the policy does not keep: all but the `latest` newest and the `best`
+  /// best, never the one `latest` points to. Leftovers of interrupted writes (`.tmp-*`) go too.
+  /// Returns the deleted directories.
+  std::vector<std::filesystem::path> collect_garbage(const RetentionPolicy& policy) {
+    namespace fs = std::filesystem;
+    std::vector<fs::path> deleted;
+    if (!policy.latest || !fs::exists(storage_)) return deleted;
+    struct Entry {
+      fs::path dir;
+      std::int64_t steps;
+      std::optional<double> metric;
+    };
+    std::vector<Entry> all;
+    std::optional<fs::path> pointed;
+    if (fs::exists(storage_ / "latest")) pointed = resolve("latest");
+    for (const auto& e : fs::directory_iterator(storage_)) {
+      if (!e.is_directory()) continue;
+      const auto name = e.path().filename().string();
+      if (name.starts_with(".tmp-")) {
+        fs::remove_all(e.path());
+        deleted.push_back(e.path());
+        continue;
+      }
+      if (!fs::exists(e.path() / "metadata.json")) continue;  // not ours, or incomplete: leave it
+      const auto meta = nlohmann::json::parse(read_file(e.path() / "metadata.json"), nullptr, false);
+      if (meta.is_discarded() || !meta.contains("steps_completed")) continue;
+      Entry entry{e.path(), meta["steps_completed"].get<std::int64_t>(), std::nullopt};
+      if (meta.contains("validation_metric") && meta["validation_metric"].is_number())
+        entry.metric = meta["validation_metric"].get<double>();
+      all.push_back(std::move(entry));
+    }
+    std::vector<const Entry*> keep;
+    std::vector<const Entry*> by_time;
+    for (const auto& e : all) by_time.push_back(&e);
+    std::stable_sort(by_time.begin(), by_time.end(), [](auto* a, auto* b) { return a->steps > b->steps; });
+    for (std::size_t i = 0; i < by_time.size() && static_cast<std::int64_t>(i) < *policy.latest; ++i) keep.push_back(by_time[i]);
+    std::vector<const Entry*> scored;
+    for (const auto& e : all)
+      if (e.metric) scored.push_back(&e);
+    std::stable_sort(scored.begin(), scored.end(), [&](auto* a, auto* b) {
+      return policy.smaller_is_better ? *a->metric < *b->metric : *a->metric > *b->metric;
+    });
+    for (std::size_t i = 0; i < scored.size() && static_cast<std::int64_t>(i) < policy.best; ++i) keep.push_back(scored[i]);
+    for (const auto& e : all) {
+      const bool kept = std::find(keep.begin(), keep.end(), &e) != keep.end() || (pointed && e.dir == *pointed);
+      if (kept) continue;
+      fs::remove_all(e.dir);
+      deleted.push_back(e.dir);
+    }
+    if (!deleted.empty()) fsync_path(storage_, true);
+    return deleted;
   }
 
   CheckpointState load(PyTorchTrialContext& ctx, const std::filesystem::path& dir) {

@@ -503,6 +503,15 @@ struct ExperimentConfig {
     return policy;
   }
 
+  /// `checkpoint_storage.save_trial_latest` (>= 0): how many of the newest checkpoints to keep.
+  std::optional<std::int64_t> save_trial_latest() const {
+    return detail::config_int(raw, source, {"checkpoint_storage", "save_trial_latest"}, 0);
+  }
+  /// `checkpoint_storage.save_trial_best` (>= 0): how many of the best checkpoints to keep.
+  std::optional<std::int64_t> save_trial_best() const {
+    return detail::config_int(raw, source, {"checkpoint_storage", "save_trial_best"}, 0);
+  }
+
   /// `reproducibility.experiment_seed` (>= 0).
   std::optional<std::uint64_t> experiment_seed() const {
     auto seed = detail::config_int(raw, source, {"reproducibility", "experiment_seed"}, 0);
