@@ -3,6 +3,8 @@
 #define DTL_CALLBACK_HPP
 
 #include <dtl/metrics.hpp>
+
+#include <ATen/core/Dict.h>
 #include <dtl/reducer.hpp>
 
 #include <cstdint>
@@ -32,6 +34,11 @@ class PyTorchCallback {
   virtual void on_validation_epoch_start() {}
   virtual void on_validation_epoch_end(const std::vector<Metrics>& /*outputs*/) {}
   virtual void on_validation_end(const MetricsJson& /*metrics*/) {}
+  /// Before state_dict.pth is written (chief only), with the dict that becomes it: a callback may
+  /// add entries of its own (tensors, numbers, strings, lists, dicts).
+  virtual void on_checkpoint_save_start(c10::impl::GenericDict& /*checkpoint*/) {}
+  /// When resuming, before anything is restored, with the loaded state_dict.pth.
+  virtual void on_checkpoint_load_start(const c10::impl::GenericDict& /*checkpoint*/) {}
   virtual void on_checkpoint_write_end(const std::filesystem::path& /*checkpoint_dir*/) {}
   virtual void on_checkpoint_upload_end(const std::string& /*uuid*/) {}
   virtual void on_trial_shutdown() {}

@@ -30,6 +30,13 @@ struct DataError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A checkpoint file that cannot be written or read back: missing, truncated, corrupt, or one
+/// that would need code to run to load it (a global outside dtl's allow-list; loading never
+/// executes anything from a file).
+struct CheckpointError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace dtl
 
 #endif  // DTL_ERRORS_HPP

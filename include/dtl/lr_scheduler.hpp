@@ -56,9 +56,12 @@ class LRScheduler {
   [[nodiscard]] std::int64_t last_epoch() const noexcept { return last_epoch_; }
   [[nodiscard]] const std::vector<double>& base_lrs() const noexcept { return base_lrs_; }
 
-  /// Python's keys: `last_epoch`, `base_lrs`, `_last_lr` (and the subclass's settings).
+  /// Python's `scheduler.state_dict()` keys (its `__dict__` without the optimizer):
+  /// `base_lrs`, `last_epoch`, `verbose`, `_step_count`, `_get_lr_called_within_step`,
+  /// `_last_lr`, plus the subclass's settings — so it loads into the Python scheduler.
   [[nodiscard]] virtual nlohmann::json state_dict() const {
-    return {{"last_epoch", last_epoch_}, {"base_lrs", base_lrs_}, {"_last_lr", last_lr_}};
+    return {{"base_lrs", base_lrs_},   {"last_epoch", last_epoch_}, {"verbose", false},
+            {"_step_count", last_epoch_ + 1}, {"_get_lr_called_within_step", false}, {"_last_lr", last_lr_}};
   }
   virtual void load_state_dict(const nlohmann::json& state) {
     last_epoch_ = state.at("last_epoch").get<std::int64_t>();
@@ -95,6 +98,18 @@ class StepLR : public LRScheduler {
   }
   [[nodiscard]] std::int64_t step_size() const noexcept { return step_size_; }
   [[nodiscard]] double gamma() const noexcept { return gamma_; }
+
+  [[nodiscard]] nlohmann::json state_dict() const override {
+    auto j = LRScheduler::state_dict();
+    j["step_size"] = step_size_;
+    j["gamma"] = gamma_;
+    return j;
+  }
+  void load_state_dict(const nlohmann::json& state) override {
+    LRScheduler::load_state_dict(state);
+    if (state.contains("step_size")) step_size_ = state["step_size"].get<std::int64_t>();
+    if (state.contains("gamma")) gamma_ = state["gamma"].get<double>();
+  }
 
  protected:
   // Python's chainable form (multiply the current lr), so values match Python's bit for bit.

@@ -444,7 +444,8 @@ class Trainer {
         .last_ckpt = state_.last_ckpt,
         .best_validation = state_.best_validation,
         .data_position = data_position_ ? data_position_() : nlohmann::json(nullptr),
-        .validation_metric = state_.last_val == state_.batches_trained ? last_searcher_metric_ : std::nullopt});
+        .validation_metric = state_.last_val == state_.batches_trained ? last_searcher_metric_ : std::nullopt},
+        callbacks_);
     for (auto& [name, cb] : callbacks_) cb->on_checkpoint_write_end(written.dir);
     reporter_->note("checkpoint " + written.uuid + " at batch " + std::to_string(state_.batches_trained));
     for (auto& [name, cb] : callbacks_) cb->on_checkpoint_upload_end(written.uuid);
@@ -453,7 +454,7 @@ class Trainer {
   }
 
   void load(const std::filesystem::path& dir) {
-    auto st = checkpointer().load(ctx_, dir);
+    auto st = checkpointer().load(ctx_, dir, callbacks_);
     state_ = TrialState{.batches_trained = st.batches_trained,
                         .epochs_trained = st.epochs_trained,
                         .last_val = st.last_val,

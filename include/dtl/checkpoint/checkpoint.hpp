@@ -6,6 +6,11 @@
 
 #include <torch/torch.h>
 
+#include <dtl/callback.hpp>
+#include <dtl/checkpoint/ivalue_json.hpp>
+#include <dtl/checkpoint/optimizer_state.hpp>
+#include <dtl/checkpoint/state_dict.hpp>
+#include <dtl/checkpoint/torch_save.hpp>
 #include <dtl/context.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/version.hpp>
@@ -119,7 +124,7 @@ class Checkpointer {
     return storage_ / uuid;
   }
 
-  WrittenCheckpoint save(PyTorchTrialContext& ctx, const CheckpointState& st) {
+  WrittenCheckpoint save(PyTorchTrialContext& ctx, const CheckpointState& st, const Callbacks& callbacks = {}) {
     namespace fs = std::filesystem;
     fs::create_directories(storage_);
     WrittenCheckpoint w{new_uuid4(), {}};
@@ -127,44 +132,44 @@ class Checkpointer {
     const auto tmp = storage_ / (".tmp-" + w.uuid);
     fs::create_directories(tmp);
 
-    // state_dict.pth: models (parameter and buffer names as the modules name them) and RNG.
+    // state_dict.pth in Determined's layout, as Python's torch.save writes it (weights_only-safe).
     c10::impl::GenericList models(c10::AnyType::get());
-    for (const auto& m : ctx.models()) {
-      c10::impl::GenericDict sd(c10::StringType::get(), c10::AnyType::get());
-      for (const auto& p : m->named_parameters()) sd.insert(p.key(), p.value().detach().cpu());
-      for (const auto& b : m->named_buffers()) sd.insert(b.key(), b.value().detach().cpu());
-      models.push_back(sd);
+    for (const auto& m : ctx.models()) models.push_back(dtl::state_dict(*m));
+    c10::impl::GenericList optimizers(c10::AnyType::get());
+    auto& opts = CheckpointAccess::optimizers(ctx);
+    for (std::size_t i = 0; i < opts.size(); ++i) {
+      if (auto py = python_optimizer_state(*opts[i].optimizer)) {
+        optimizers.push_back(*py);
+      } else {
+        // No Python layout for this optimizer type: LibTorch's own archive beside it.
+        optimizers.push_back(c10::IValue());
+        torch::serialize::OutputArchive archive;
+        opts[i].optimizer->save(archive);
+        const auto file = tmp / ("optimizer_" + std::to_string(i) + ".pt");
+        archive.save_to(file.string());
+        fsync_path(file, false);
+      }
     }
+    c10::impl::GenericList schedulers(c10::AnyType::get());
+    for (const auto& sch : CheckpointAccess::lr_schedulers(ctx))
+      schedulers.push_back(sch.save ? json_to_ivalue(sch.save(sch.scheduler.get())) : c10::IValue());
+    c10::impl::GenericDict callback_states(c10::StringType::get(), c10::AnyType::get());
+    for (const auto& [name, cb] : callbacks) callback_states.insert(name, json_to_ivalue(cb->state_dict()));
     c10::impl::GenericDict rng(c10::StringType::get(), c10::AnyType::get());
     rng.insert("cpu_rng_state", at::detail::getDefaultCPUGenerator().get_state());
     c10::impl::GenericDict root(c10::StringType::get(), c10::AnyType::get());
     root.insert("models_state_dict", models);
+    root.insert("optimizers_state_dict", optimizers);
+    root.insert("lr_schedulers_state_dict", schedulers);
+    root.insert("callbacks", callback_states);
     root.insert("rng_state", rng);
-    const auto bytes = torch::pickle_save(root);
-    write_file(tmp / "state_dict.pth", std::string(bytes.begin(), bytes.end()));
-
-    // Optimizer state through LibTorch's archive; group hyperparameters (lr) in JSON, since
-    // Optimizer::load keeps the constructor's.
-    nlohmann::json optim = nlohmann::json::array();
-    auto& opts = CheckpointAccess::optimizers(ctx);
-    for (std::size_t i = 0; i < opts.size(); ++i) {
-      torch::serialize::OutputArchive archive;
-      opts[i].optimizer->save(archive);
-      const auto file = tmp / ("optimizer_" + std::to_string(i) + ".pt");
-      archive.save_to(file.string());
-      fsync_path(file, false);
-      nlohmann::json lrs = nlohmann::json::array();
-      for (const auto& g : opts[i].optimizer->param_groups()) lrs.push_back(g.options().get_lr());
-      optim.push_back({{"lrs", lrs}});
-    }
-    nlohmann::json scheds = nlohmann::json::array();
-    for (const auto& s : CheckpointAccess::lr_schedulers(ctx))
-      scheds.push_back(s.save ? s.save(s.scheduler.get()) : nlohmann::json(nullptr));
+    // Determined's on_checkpoint_save_start(checkpoint): callbacks may add entries.
+    for (const auto& [name, cb] : callbacks) cb->on_checkpoint_save_start(root);
+    save_pickle_archive(root, tmp / "state_dict.pth", /*sync=*/true);
 
     nlohmann::json trial_state = {{"batches_trained", st.batches_trained}, {"epochs_trained", st.epochs_trained},
                                   {"last_val", st.last_val},               {"last_ckpt", st.last_ckpt},
-                                  {"trial_seed", ctx.get_trial_seed()},    {"optimizers", optim},
-                                  {"lr_schedulers", scheds}};
+                                  {"trial_seed", ctx.get_trial_seed()}};
     trial_state["best_validation"] = st.best_validation ? nlohmann::json(*st.best_validation) : nlohmann::json(nullptr);
     trial_state["data_position"] = st.data_position;
     write_file(tmp / "trial_state.json", trial_state.dump(2));
@@ -244,76 +249,90 @@ class Checkpointer {
     return deleted;
   }
 
-  CheckpointState load(PyTorchTrialContext& ctx, const std::filesystem::path& dir) {
+  /// Restores models, optimizers, schedulers, callbacks' state and the RNG from `dir`, and returns
+  /// the counters. Anything missing or not matching the trial is a CheckpointError naming the
+  /// file and what did not fit; nothing in the files is executed.
+  CheckpointState load(PyTorchTrialContext& ctx, const std::filesystem::path& dir, const Callbacks& callbacks = {}) {
     namespace fs = std::filesystem;
+    if (!fs::is_directory(dir))
+      throw CheckpointError("dtl: checkpoint " + dir.string() + " does not exist (or is not a directory)");
     for (const char* f : {"metadata.json", "state_dict.pth", "trial_state.json"})
       if (!fs::exists(dir / f))
-        throw ConfigError("dtl: checkpoint " + dir.string() + " is incomplete or not a dtl checkpoint: " + f +
-                          " is missing");
-    const auto bytes = read_file(dir / "state_dict.pth");
-    c10::IValue root;
-    try {
-      root = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
-    } catch (const std::exception& e) {
-      throw ConfigError("dtl: checkpoint " + (dir / "state_dict.pth").string() + " is corrupt: " + e.what());
-    }
-    const auto dict = root.toGenericDict();
-    const auto models = dict.at("models_state_dict").toList();
-    if (models.size() != ctx.models().size())
-      throw ConfigError("dtl: checkpoint " + dir.string() + " holds " + std::to_string(models.size()) +
-                        " models but the trial wraps " + std::to_string(ctx.models().size()));
-    torch::NoGradGuard no_grad;
-    for (std::size_t i = 0; i < models.size(); ++i) load_module(*ctx.models()[i], models.get(i).toGenericDict(), dir, i);
-    const auto rng = dict.at("rng_state").toGenericDict();
-    auto generator = at::detail::getDefaultCPUGenerator();
-    generator.set_state(rng.at("cpu_rng_state").toTensor());
+        throw CheckpointError("dtl: checkpoint " + dir.string() + " is incomplete or not a dtl checkpoint: " + f +
+                              " is missing");
+    const auto file = dir / "state_dict.pth";
+    const std::string where = "dtl: checkpoint " + file.string();
+    const auto root_value = load_pickle_archive(file);
+    if (!root_value.isGenericDict()) throw CheckpointError(where + " does not hold a dict");
+    auto root = root_value.toGenericDict();
+    auto entry = [&](const char* key) {
+      if (!root.contains(key)) throw CheckpointError(where + " has no '" + key + "' entry");
+      return root.at(key);
+    };
+    for (const auto& [name, cb] : callbacks) cb->on_checkpoint_load_start(root);
 
-    const auto st = nlohmann::json::parse(read_file(dir / "trial_state.json"));
+    const auto models = entry("models_state_dict").toListRef();
+    if (models.size() != ctx.models().size())
+      throw CheckpointError(where + " holds " + std::to_string(models.size()) + " models but the trial wraps " +
+                            std::to_string(ctx.models().size()));
+    for (std::size_t i = 0; i < models.size(); ++i)
+      dtl::load_state_dict(*ctx.models()[i], models[i], /*strict=*/true,
+                           "checkpoint " + file.string() + " (model " + std::to_string(i) + ")");
+
     auto& opts = CheckpointAccess::optimizers(ctx);
-    const auto& saved_opts = st.at("optimizers");
+    const auto saved_opts = entry("optimizers_state_dict").toListRef();
     if (saved_opts.size() != opts.size())
-      throw ConfigError("dtl: checkpoint " + dir.string() + " holds " + std::to_string(saved_opts.size()) +
-                        " optimizers but the trial wraps " + std::to_string(opts.size()));
+      throw CheckpointError(where + " holds " + std::to_string(saved_opts.size()) + " optimizers but the trial wraps " +
+                            std::to_string(opts.size()));
     for (std::size_t i = 0; i < opts.size(); ++i) {
-      torch::serialize::InputArchive archive;
-      archive.load_from((dir / ("optimizer_" + std::to_string(i) + ".pt")).string());
-      opts[i].optimizer->load(archive);
-      auto& groups = opts[i].optimizer->param_groups();
-      const auto& lrs = saved_opts[i].at("lrs");
-      for (std::size_t g = 0; g < groups.size() && g < lrs.size(); ++g) groups[g].options().set_lr(lrs[g].get<double>());
+      const std::string w = where + " (optimizer " + std::to_string(i) + ")";
+      if (!saved_opts[i].isNone()) {
+        if (!load_python_optimizer_state(*opts[i].optimizer, saved_opts[i], w))
+          throw CheckpointError(w + ": holds a Python-layout state but the trial's optimizer type has none");
+      } else {
+        const auto archive_file = dir / ("optimizer_" + std::to_string(i) + ".pt");
+        if (!fs::exists(archive_file)) throw CheckpointError(w + ": " + archive_file.string() + " is missing");
+        torch::serialize::InputArchive archive;
+        archive.load_from(archive_file.string());
+        opts[i].optimizer->load(archive);
+      }
     }
     auto& scheds = CheckpointAccess::lr_schedulers(ctx);
-    const auto& saved_scheds = st.at("lr_schedulers");
-    for (std::size_t i = 0; i < scheds.size() && i < saved_scheds.size(); ++i)
-      if (scheds[i].load && !saved_scheds[i].is_null()) scheds[i].load(scheds[i].scheduler.get(), saved_scheds[i]);
+    const auto saved_scheds = entry("lr_schedulers_state_dict").toListRef();
+    if (saved_scheds.size() != scheds.size())
+      throw CheckpointError(where + " holds " + std::to_string(saved_scheds.size()) +
+                            " LR schedulers but the trial wraps " + std::to_string(scheds.size()));
+    for (std::size_t i = 0; i < scheds.size(); ++i)
+      if (scheds[i].load && !saved_scheds[i].isNone()) scheds[i].load(scheds[i].scheduler.get(), ivalue_to_json(saved_scheds[i]));
 
-    CheckpointState out;
-    out.batches_trained = st.at("batches_trained").get<std::int64_t>();
-    out.epochs_trained = st.at("epochs_trained").get<std::int64_t>();
-    out.last_val = st.at("last_val").get<std::int64_t>();
-    out.last_ckpt = st.at("last_ckpt").get<std::int64_t>();
-    if (!st.at("best_validation").is_null()) out.best_validation = st.at("best_validation").get<double>();
-    out.data_position = st.value("data_position", nlohmann::json(nullptr));
-    return out;
+    const auto rng = entry("rng_state").toGenericDict();
+    if (!rng.contains("cpu_rng_state")) throw CheckpointError(where + ": rng_state has no cpu_rng_state");
+    auto generator = at::detail::getDefaultCPUGenerator();
+    generator.set_state(rng.at("cpu_rng_state").toTensor());
+    // Callbacks after the RNG, as Determined; a callback the checkpoint does not know keeps its state.
+    if (root.contains("callbacks")) {
+      const auto saved_cbs = root.at("callbacks").toGenericDict();
+      for (const auto& [name, cb] : callbacks)
+        if (saved_cbs.contains(name)) cb->load_state_dict(ivalue_to_json(saved_cbs.at(name)));
+    }
+
+    nlohmann::json st;
+    try {
+      st = nlohmann::json::parse(read_file(dir / "trial_state.json"));
+      CheckpointState out;
+      out.batches_trained = st.at("batches_trained").get<std::int64_t>();
+      out.epochs_trained = st.at("epochs_trained").get<std::int64_t>();
+      out.last_val = st.at("last_val").get<std::int64_t>();
+      out.last_ckpt = st.at("last_ckpt").get<std::int64_t>();
+      if (!st.at("best_validation").is_null()) out.best_validation = st.at("best_validation").get<double>();
+      out.data_position = st.value("data_position", nlohmann::json(nullptr));
+      return out;
+    } catch (const nlohmann::json::exception& e) {
+      throw CheckpointError("dtl: checkpoint " + (dir / "trial_state.json").string() + " is corrupt: " + e.what());
+    }
   }
 
  private:
-  static void load_module(torch::nn::Module& m, const c10::impl::GenericDict& sd, const std::filesystem::path& dir,
-                          std::size_t index) {
-    auto assign = [&](const std::string& name, torch::Tensor& target) {
-      if (!sd.contains(name))
-        throw ConfigError("dtl: checkpoint " + dir.string() + ": model " + std::to_string(index) + " has no entry '" +
-                          name + "' (was it saved from a different architecture?)");
-      const auto src = sd.at(name).toTensor();
-      if (src.sizes() != target.sizes())
-        throw ConfigError("dtl: checkpoint " + dir.string() + ": model " + std::to_string(index) + " entry '" + name +
-                          "' has shape " + c10::str(src.sizes()) + " but the model's is " + c10::str(target.sizes()));
-      target.copy_(src);
-    };
-    for (auto& p : m.named_parameters()) assign(p.key(), p.value());
-    for (auto& b : m.named_buffers()) assign(b.key(), b.value());
-  }
-
   std::filesystem::path storage_;
 };
 

@@ -1,0 +1,316 @@
+// dtl — optimizer state in Python's layout, `{"state": {idx: {...}}, "param_groups": [{..., "params":
+// [idx, ...]}]}`, with each torch.optim class's own keys (torch 1.13), so a dtl checkpoint's entry
+// loads into the Python optimizer with `opt.load_state_dict(...)` and gives the same next step, and
+// a Python-written one loads into dtl. LibTorch's SGD, Adam, AdamW, RMSprop and Adagrad are
+// covered; another optimizer type has no Python layout (the checkpointer then keeps LibTorch's
+// own archive for it).
+#ifndef DTL_CHECKPOINT_OPTIMIZER_STATE_HPP
+#define DTL_CHECKPOINT_OPTIMIZER_STATE_HPP
+
+#include <torch/torch.h>
+
+#include <dtl/errors.hpp>
+
+#include <ATen/core/Dict.h>
+#include <ATen/core/List.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace dtl::detail {
+
+namespace optim_layout {
+
+using Dict = c10::impl::GenericDict;
+
+inline Dict str_dict() { return Dict(c10::StringType::get(), c10::AnyType::get()); }
+
+inline std::string key_of(const torch::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
+
+/// A state tensor as torch.save stores it: detached, on the CPU.
+inline torch::Tensor out(const torch::Tensor& t) { return t.detach().cpu(); }
+/// A loaded state tensor made the parameter's own: its device and dtype, its own memory.
+inline torch::Tensor in(const c10::IValue& v, const torch::Tensor& like) {
+  return v.toTensor().to(like.device(), like.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
+}
+
+inline double num(const Dict& d, const char* k, const std::string& where) {
+  if (!d.contains(k)) throw CheckpointError(where + ": param_group has no '" + k + "'");
+  const auto v = d.at(k);
+  if (v.isDouble()) return v.toDouble();
+  if (v.isInt()) return static_cast<double>(v.toInt());
+  if (v.isBool()) return v.toBool() ? 1.0 : 0.0;
+  throw CheckpointError(where + ": param_group['" + k + "'] is not a number");
+}
+inline bool flag(const Dict& d, const char* k, const std::string& where) { return num(d, k, where) != 0.0; }
+/// Python keeps Adam's `step` as a float tensor and RMSprop's as an int.
+inline std::int64_t step_of(const c10::IValue& v) {
+  if (v.isTensor()) return static_cast<std::int64_t>(v.toTensor().item<double>());
+  if (v.isInt()) return v.toInt();
+  return static_cast<std::int64_t>(v.toDouble());
+}
+
+// Per optimizer class: the group's hyperparameters and one parameter's state, both ways.
+template <class Opt>
+struct Layout;
+
+template <>
+struct Layout<torch::optim::SGD> {
+  using Options = torch::optim::SGDOptions;
+  using State = torch::optim::SGDParamState;
+  static void group_out(const Options& o, Dict& g) {
+    g.insert("lr", o.lr());
+    g.insert("momentum", o.momentum());
+    g.insert("dampening", o.dampening());
+    g.insert("weight_decay", o.weight_decay());
+    g.insert("nesterov", o.nesterov());
+    g.insert("maximize", false);
+    g.insert("foreach", c10::IValue());
+    g.insert("differentiable", false);
+  }
+  static void group_in(Options& o, const Dict& g, const std::string& w) {
+    o.lr(num(g, "lr", w)).momentum(num(g, "momentum", w)).dampening(num(g, "dampening", w));
+    o.weight_decay(num(g, "weight_decay", w)).nesterov(flag(g, "nesterov", w));
+  }
+  static void state_out(const State& s, Dict& d) {
+    if (s.momentum_buffer().defined()) d.insert("momentum_buffer", out(s.momentum_buffer()));
+  }
+  static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p) {
+    auto s = std::make_unique<State>();
+    if (d.contains("momentum_buffer") && !d.at("momentum_buffer").isNone()) s->momentum_buffer(in(d.at("momentum_buffer"), p));
+    return s;
+  }
+};
+
+template <class Opt, class O, class S>
+struct AdamLike {
+  using Options = O;
+  using State = S;
+  static void group_out(const Options& o, Dict& g) {
+    g.insert("lr", o.lr());
+    g.insert("betas", c10::ivalue::Tuple::create({std::get<0>(o.betas()), std::get<1>(o.betas())}));
+    g.insert("eps", o.eps());
+    g.insert("weight_decay", o.weight_decay());
+    g.insert("amsgrad", o.amsgrad());
+    g.insert("maximize", false);
+    g.insert("foreach", c10::IValue());
+    g.insert("capturable", false);
+    if constexpr (std::is_same_v<Opt, torch::optim::Adam>) {
+      g.insert("differentiable", false);
+      g.insert("fused", false);
+    }
+  }
+  static void group_in(Options& o, const Dict& g, const std::string& w) {
+    if (!g.contains("betas")) throw CheckpointError(w + ": param_group has no 'betas'");
+    const auto b = g.at("betas");
+    std::vector<c10::IValue> bs;
+    if (b.isTuple()) bs = b.toTupleRef().elements().vec();
+    else if (b.isList()) bs = b.toListRef().vec();
+    if (bs.size() != 2) throw CheckpointError(w + ": param_group['betas'] must hold two numbers");
+    auto d = [](const c10::IValue& v) { return v.isDouble() ? v.toDouble() : static_cast<double>(v.toInt()); };
+    o.lr(num(g, "lr", w)).betas(std::make_tuple(d(bs[0]), d(bs[1]))).eps(num(g, "eps", w));
+    o.weight_decay(num(g, "weight_decay", w)).amsgrad(flag(g, "amsgrad", w));
+  }
+  static void state_out(const State& s, Dict& d) {
+    d.insert("step", torch::tensor(static_cast<float>(s.step())));
+    d.insert("exp_avg", out(s.exp_avg()));
+    d.insert("exp_avg_sq", out(s.exp_avg_sq()));
+    if (s.max_exp_avg_sq().defined()) d.insert("max_exp_avg_sq", out(s.max_exp_avg_sq()));
+  }
+  static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p) {
+    auto s = std::make_unique<State>();
+    s->step(step_of(d.at("step")));
+    s->exp_avg(in(d.at("exp_avg"), p));
+    s->exp_avg_sq(in(d.at("exp_avg_sq"), p));
+    if (d.contains("max_exp_avg_sq")) s->max_exp_avg_sq(in(d.at("max_exp_avg_sq"), p));
+    return s;
+  }
+};
+template <>
+struct Layout<torch::optim::Adam> : AdamLike<torch::optim::Adam, torch::optim::AdamOptions, torch::optim::AdamParamState> {};
+template <>
+struct Layout<torch::optim::AdamW> : AdamLike<torch::optim::AdamW, torch::optim::AdamWOptions, torch::optim::AdamWParamState> {};
+
+template <>
+struct Layout<torch::optim::RMSprop> {
+  using Options = torch::optim::RMSpropOptions;
+  using State = torch::optim::RMSpropParamState;
+  static void group_out(const Options& o, Dict& g) {
+    g.insert("lr", o.lr());
+    g.insert("momentum", o.momentum());
+    g.insert("alpha", o.alpha());
+    g.insert("eps", o.eps());
+    g.insert("centered", o.centered());
+    g.insert("weight_decay", o.weight_decay());
+    g.insert("foreach", c10::IValue());
+    g.insert("maximize", false);
+    g.insert("differentiable", false);
+  }
+  static void group_in(Options& o, const Dict& g, const std::string& w) {
+    o.lr(num(g, "lr", w)).momentum(num(g, "momentum", w)).alpha(num(g, "alpha", w)).eps(num(g, "eps", w));
+    o.centered(flag(g, "centered", w)).weight_decay(num(g, "weight_decay", w));
+  }
+  static void state_out(const State& s, Dict& d) {
+    d.insert("step", s.step());
+    d.insert("square_avg", out(s.square_avg()));
+    if (s.momentum_buffer().defined()) d.insert("momentum_buffer", out(s.momentum_buffer()));
+    if (s.grad_avg().defined()) d.insert("grad_avg", out(s.grad_avg()));
+  }
+  static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p) {
+    auto s = std::make_unique<State>();
+    s->step(step_of(d.at("step")));
+    s->square_avg(in(d.at("square_avg"), p));
+    if (d.contains("momentum_buffer")) s->momentum_buffer(in(d.at("momentum_buffer"), p));
+    if (d.contains("grad_avg")) s->grad_avg(in(d.at("grad_avg"), p));
+    return s;
+  }
+};
+
+template <>
+struct Layout<torch::optim::Adagrad> {
+  using Options = torch::optim::AdagradOptions;
+  using State = torch::optim::AdagradParamState;
+  static void group_out(const Options& o, Dict& g) {
+    g.insert("lr", o.lr());
+    g.insert("lr_decay", o.lr_decay());
+    g.insert("eps", o.eps());
+    g.insert("weight_decay", o.weight_decay());
+    g.insert("initial_accumulator_value", o.initial_accumulator_value());
+    g.insert("foreach", c10::IValue());
+    g.insert("maximize", false);
+  }
+  static void group_in(Options& o, const Dict& g, const std::string& w) {
+    o.lr(num(g, "lr", w)).lr_decay(num(g, "lr_decay", w)).eps(num(g, "eps", w));
+    o.weight_decay(num(g, "weight_decay", w)).initial_accumulator_value(num(g, "initial_accumulator_value", w));
+  }
+  static void state_out(const State& s, Dict& d) {
+    d.insert("step", torch::tensor(static_cast<float>(s.step())));
+    d.insert("sum", out(s.sum()));
+  }
+  static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p) {
+    auto s = std::make_unique<State>();
+    s->step(step_of(d.at("step")));
+    s->sum(in(d.at("sum"), p));
+    return s;
+  }
+};
+
+template <class Opt>
+c10::IValue save(Opt& opt) {
+  using L = Layout<Opt>;
+  Dict state(c10::IntType::get(), c10::AnyType::get());
+  c10::impl::GenericList groups(c10::AnyType::get());
+  std::int64_t index = 0;
+  for (auto& group : opt.param_groups()) {
+    Dict g = str_dict();
+    L::group_out(static_cast<const typename L::Options&>(group.options()), g);
+    c10::impl::GenericList params(c10::AnyType::get());
+    for (const auto& p : group.params()) {
+      params.push_back(index);
+      if (auto it = opt.state().find(key_of(p)); it != opt.state().end()) {
+        Dict s = str_dict();
+        L::state_out(static_cast<const typename L::State&>(*it->second), s);
+        state.insert(index, s);
+      }
+      ++index;
+    }
+    g.insert("params", params);
+    groups.push_back(g);
+  }
+  Dict sd = str_dict();
+  sd.insert("state", state);
+  sd.insert("param_groups", groups);
+  return sd;
+}
+
+template <class Opt>
+void load(Opt& opt, const c10::IValue& v, const std::string& where) {
+  using L = Layout<Opt>;
+  if (!v.isGenericDict()) throw CheckpointError(where + " is not a dict");
+  const auto sd = v.toGenericDict();
+  if (!sd.contains("state") || !sd.contains("param_groups"))
+    throw CheckpointError(where + " has no 'state' / 'param_groups' (not an optimizer state_dict)");
+  const auto groups = sd.at("param_groups").toListRef();
+  auto& mine = opt.param_groups();
+  if (groups.size() != mine.size())
+    throw CheckpointError(where + " has " + std::to_string(groups.size()) + " param_groups but the optimizer has " +
+                          std::to_string(mine.size()));
+  // Python numbers parameters across groups in order; map those numbers to this optimizer's tensors.
+  std::vector<torch::Tensor> by_index;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const auto saved = groups[g].toGenericDict();
+    const auto params = saved.at("params").toListRef();
+    if (params.size() != mine[g].params().size())
+      throw CheckpointError(where + ": param_group " + std::to_string(g) + " has " + std::to_string(params.size()) +
+                            " parameters but the optimizer's has " + std::to_string(mine[g].params().size()) +
+                            " (a different model?)");
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const auto idx = static_cast<std::size_t>(params[i].toInt());
+      if (idx >= by_index.size()) by_index.resize(idx + 1);
+      by_index[idx] = mine[g].params()[i];
+    }
+    L::group_in(static_cast<typename L::Options&>(mine[g].options()), saved, where);
+  }
+  opt.state().clear();
+  for (const auto& e : sd.at("state").toGenericDict()) {
+    const auto idx = static_cast<std::size_t>(e.key().toInt());
+    if (idx >= by_index.size() || !by_index[idx].defined())
+      throw CheckpointError(where + ": state for parameter " + std::to_string(idx) + ", which no param_group lists");
+    const auto& p = by_index[idx];
+    auto s = L::state_in(e.value().toGenericDict(), p);
+    opt.state()[key_of(p)] = std::move(s);
+  }
+}
+
+template <class Opt>
+bool try_save(torch::optim::Optimizer& o, std::optional<c10::IValue>& out) {
+  if (auto* t = dynamic_cast<Opt*>(&o)) {
+    out = save(*t);
+    return true;
+  }
+  return false;
+}
+template <class Opt>
+bool try_load(torch::optim::Optimizer& o, const c10::IValue& v, const std::string& where) {
+  if (auto* t = dynamic_cast<Opt*>(&o)) {
+    load(*t, v, where);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace optim_layout
+
+/// Python's `optimizer.state_dict()` for a LibTorch optimizer; nullopt for a type without a
+/// Python layout (not SGD, Adam, AdamW, RMSprop or Adagrad).
+inline std::optional<c10::IValue> python_optimizer_state(torch::optim::Optimizer& opt) {
+  using namespace torch::optim;
+  std::optional<c10::IValue> out;
+  // AdamW before Adam: neither derives from the other in LibTorch, but keep the specific first.
+  optim_layout::try_save<SGD>(opt, out) || optim_layout::try_save<AdamW>(opt, out) ||
+      optim_layout::try_save<Adam>(opt, out) || optim_layout::try_save<RMSprop>(opt, out) ||
+      optim_layout::try_save<Adagrad>(opt, out);
+  return out;
+}
+
+/// Loads a Python-layout optimizer state (from dtl or from Python's torch.save) into `opt`:
+/// every group's hyperparameters and every parameter's state. False for an optimizer type
+/// without a Python layout; CheckpointError (prefixed by `where`) when the entry does not fit.
+inline bool load_python_optimizer_state(torch::optim::Optimizer& opt, const c10::IValue& state, const std::string& where) {
+  using namespace torch::optim;
+  try {
+    return optim_layout::try_load<SGD>(opt, state, where) || optim_layout::try_load<AdamW>(opt, state, where) ||
+           optim_layout::try_load<Adam>(opt, state, where) || optim_layout::try_load<RMSprop>(opt, state, where) ||
+           optim_layout::try_load<Adagrad>(opt, state, where);
+  } catch (const c10::Error& e) {
+    throw CheckpointError(where + ": " + e.what_without_backtrace());
+  }
+}
+
+}  // namespace dtl::detail
+
+#endif  // DTL_CHECKPOINT_OPTIMIZER_STATE_HPP

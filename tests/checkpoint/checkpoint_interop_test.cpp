@@ -1,0 +1,219 @@
+// A dtl checkpoint in Python, and Python weights in dtl (Debian's python3-torch, the same torch
+// 1.13): torch.load(weights_only=True) reads state_dict.pth; the model, SGD (momentum, weight
+// decay), Adam (amsgrad) and StepLR entries load into their Python classes and take the same next
+// step as dtl; the Python-written result warm-starts a dtl model. Skipped, with a visible message,
+// where /usr/bin/python3 has no torch.
+#include "../core/test_trials.hpp"
+
+#include <cstdlib>
+#include <fstream>
+
+namespace {
+
+using Batch = std::tuple<torch::Tensor, torch::Tensor>;
+
+torch::nn::Sequential make_net() {
+  return torch::nn::Sequential(torch::nn::Linear(3, 4), torch::nn::Tanh(), torch::nn::Linear(4, 2));
+}
+
+// Two models with an optimizer each: SGD with momentum, weight decay and a StepLR; Adam (amsgrad).
+class InteropTrial : public dtl::PyTorchTrial<InteropTrial> {
+ public:
+  explicit InteropTrial(dtl::PyTorchTrialContext& ctx) : ctx_(ctx) {
+    torch::manual_seed(0);
+    a_ = ctx.wrap_model(make_net());
+    b_ = ctx.wrap_model(make_net());
+    sgd_ = ctx.wrap_optimizer(torch::optim::SGD(a_->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9).weight_decay(1e-3)));
+    adam_ = ctx.wrap_optimizer(torch::optim::Adam(b_->parameters(), torch::optim::AdamOptions(0.01).amsgrad(true)));
+    ctx.wrap_lr_scheduler(dtl::lr::StepLR(sgd_, 2, 0.5), dtl::StepMode::STEP_EVERY_BATCH);
+  }
+  auto build_training_data_loader() { return dtl::DataLoader(data(), {.batch_size = 4}); }
+  auto build_validation_data_loader() { return dtl::DataLoader(data(), {.batch_size = 4}); }
+  torch::Tensor train_batch(Batch& b, std::int64_t, std::int64_t) {
+    auto loss = step_loss(std::get<0>(b), std::get<1>(b));
+    ctx_.backward(loss);
+    ctx_.step_optimizer(sgd_);
+    ctx_.step_optimizer(adam_);
+    return loss;
+  }
+  dtl::Metrics evaluate_batch(Batch& b) { return {{"validation_loss", step_loss(std::get<0>(b), std::get<1>(b))}}; }
+  torch::Tensor step_loss(const torch::Tensor& x, const torch::Tensor& y) {
+    return torch::mse_loss(a_->forward(x), y) + torch::mse_loss(b_->forward(x), y);
+  }
+  // One more step on a fixed batch, as the Python side takes it.
+  void one_more_step(const torch::Tensor& x, const torch::Tensor& y) {
+    sgd_->zero_grad();
+    adam_->zero_grad();
+    step_loss(x, y).backward();
+    sgd_->step();
+    adam_->step();
+  }
+  torch::nn::Sequential a_{nullptr}, b_{nullptr};
+
+ private:
+  static dtl::TensorDataset<2> data() {
+    auto x = torch::linspace(-1, 1, 48).reshape({16, 3});
+    return dtl::TensorDataset(x, torch::stack({x.sum(1), x.prod(1)}, 1));
+  }
+  dtl::PyTorchTrialContext& ctx_;
+  std::shared_ptr<torch::optim::SGD> sgd_;
+  std::shared_ptr<torch::optim::Adam> adam_;
+};
+
+bool python_has_torch() { return std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0; }
+
+constexpr const char* kScript = R"PY(
+import sys, zipfile, pickletools, torch, torch.nn as nn
+ckpt, out = sys.argv[1], sys.argv[2]
+try:
+    sd = torch.load(ckpt, weights_only=True)      # the default from torch 2.6: must work
+except Exception as e:
+    # torch 1.13's weights_only has no opcode for a Python float (BINFLOAT, 71), so it refuses every
+    # file holding one -- Python's own optimizer state_dicts too. torch >= 2.0 accepts floats. Here,
+    # check that floats are the only reason: every global is one weights_only allows.
+    assert "Unsupported operand 71" in str(e), e
+    allowed = {"collections OrderedDict", "torch._utils _rebuild_tensor_v2", "torch._utils _rebuild_parameter"}
+    with zipfile.ZipFile(ckpt) as z:
+        pkl = z.read([n for n in z.namelist() if n.endswith("data.pkl")][0])
+    for op, arg, _ in pickletools.genops(pkl):
+        if op.name == "GLOBAL":
+            assert arg in allowed or (arg.startswith("torch ") and arg.endswith("Storage")), arg
+    sd = torch.load(ckpt)
+    print("torch", torch.__version__, "weights_only refuses floats; globals checked against its allow-list")
+assert set(sd) >= {"models_state_dict", "optimizers_state_dict", "lr_schedulers_state_dict", "rng_state", "callbacks"}, sd.keys()
+def net(): return nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+a, b = net(), net()
+a.load_state_dict(sd["models_state_dict"][0]); b.load_state_dict(sd["models_state_dict"][1])
+sgd = torch.optim.SGD(a.parameters(), lr=1.0); adam = torch.optim.Adam(b.parameters(), lr=1.0)
+sgd.load_state_dict(sd["optimizers_state_dict"][0]); adam.load_state_dict(sd["optimizers_state_dict"][1])
+assert sgd.param_groups[0]["momentum"] == 0.9 and sgd.param_groups[0]["weight_decay"] == 1e-3
+assert adam.param_groups[0]["amsgrad"] is True and adam.param_groups[0]["betas"] == (0.9, 0.999)
+sched = torch.optim.lr_scheduler.StepLR(sgd, 2, 0.5)
+sched.load_state_dict(sd["lr_schedulers_state_dict"][0])
+assert sched.last_epoch == sd["lr_schedulers_state_dict"][0]["last_epoch"]
+assert abs(sgd.param_groups[0]["lr"] - sched.get_last_lr()[0]) < 1e-15
+torch.set_rng_state(sd["rng_state"]["cpu_rng_state"])
+x = torch.linspace(-1, 1, 48).reshape(16, 3)[:4]
+y = torch.stack([x.sum(1), x.prod(1)], 1)
+sgd.zero_grad(); adam.zero_grad()
+(nn.functional.mse_loss(a(x), y) + nn.functional.mse_loss(b(x), y)).backward()
+sgd.step(); adam.step()
+torch.save({"a": a.state_dict(), "b": b.state_dict()}, out)
+print("python: ok")
+)PY";
+
+}  // namespace
+
+TEST_CASE("interop: a dtl checkpoint loads in Python (weights_only) and takes the same next step") {
+  if (!python_has_torch()) {
+    MESSAGE("SKIPPED: /usr/bin/python3 cannot import torch (apt-get install python3-torch)");
+    return;
+  }
+  auto opts = test::init_options("interop", 4, 0.1);
+  auto ctx = dtl::init(opts);
+  InteropTrial trial(ctx);
+  dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{5}, .quiet = true});
+  const auto ckpt = dtl::detail::Checkpointer(ctx.run_dir() / "checkpoints").resolve("latest");
+
+  const auto script = ctx.run_dir() / "interop.py";
+  std::ofstream(script) << kScript;
+  const auto out = ctx.run_dir() / "python_next_step.pt";
+  const auto log = ctx.run_dir() / "python.log";
+  const std::string cmd = "/usr/bin/python3 '" + script.string() + "' '" + (ckpt / "state_dict.pth").string() + "' '" +
+                          out.string() + "' >'" + log.string() + "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::stringstream py_log;
+  py_log << std::ifstream(log).rdbuf();
+  INFO("python: " << py_log.str());
+  REQUIRE(rc == 0);
+
+  // dtl's own next step from the trained state.
+  const auto x = torch::linspace(-1, 1, 48).reshape({16, 3}).slice(0, 0, 4);
+  const auto y = torch::stack({x.sum(1), x.prod(1)}, 1);
+  trial.one_more_step(x, y);
+
+  // Python's result, read back by dtl (Python -> dtl): a dict of two state dicts.
+  const auto saved = dtl::detail::load_pickle_archive(out).toGenericDict();
+  auto a = make_net(), b = make_net();
+  dtl::load_state_dict(*a, saved.at("a"), true, "python a");
+  dtl::load_state_dict(*b, saved.at("b"), true, "python b");
+  auto pa = a->parameters(), pb = b->parameters(), ta = trial.a_->parameters(), tb = trial.b_->parameters();
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    CAPTURE(i);
+    CHECK(torch::allclose(pa[i], ta[i], 1e-6, 1e-7));
+    CHECK(torch::allclose(pb[i], tb[i], 1e-6, 1e-7));
+  }
+  std::filesystem::remove_all(opts.run_dir.value());
+}
+
+TEST_CASE("interop: Python's torch.save(model.state_dict()) warm-starts a dtl model; mismatches name the keys") {
+  if (!python_has_torch()) {
+    MESSAGE("SKIPPED: /usr/bin/python3 cannot import torch (apt-get install python3-torch)");
+    return;
+  }
+  const auto dir = test::temp_run_dir("warm-start");
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "weights.pt";
+  const std::string cmd = "/usr/bin/python3 -c \"import torch, torch.nn as nn; torch.manual_seed(4); "
+                          "m = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)); "
+                          "torch.save(m.state_dict(), '" + file.string() + "'); "
+                          "print(float(m[0].weight[1, 2]), float(m[2].bias[1]))\" > '" + (dir / "v.txt").string() + "'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  double w12 = 0, b1 = 0;
+  std::ifstream(dir / "v.txt") >> w12 >> b1;
+  auto net = make_net();
+  dtl::load_state_dict(*net, file);
+  CHECK(net[0]->as<torch::nn::Linear>()->weight[1][2].item<double>() == doctest::Approx(w12).epsilon(1e-7));
+  CHECK(net[2]->as<torch::nn::Linear>()->bias[1].item<double>() == doctest::Approx(b1).epsilon(1e-7));
+  // A different architecture is refused with the names that did not fit, and nothing is half-loaded.
+  auto other = torch::nn::Sequential(torch::nn::Linear(3, 5), torch::nn::Tanh(), torch::nn::Linear(5, 2));
+  const auto before = other[0]->as<torch::nn::Linear>()->weight.clone();
+  CHECK_THROWS_WITH_AS(dtl::load_state_dict(*other, file), doctest::Contains("shape mismatch: 0.weight"),
+                       dtl::CheckpointError);
+  CHECK(torch::equal(before, other[0]->as<torch::nn::Linear>()->weight));
+  // dtl writes the same kind of file back, and Python reads it with weights_only=True.
+  dtl::save_state_dict(*net, dir / "back.pt");
+  const std::string back = "/usr/bin/python3 -c \"import torch; sd = torch.load('" + (dir / "back.pt").string() +
+                           "', weights_only=True); assert list(sd) == ['0.weight', '0.bias', '2.weight', '2.bias'], list(sd)\"";
+  CHECK(std::system(back.c_str()) == 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a corrupt, truncated or foreign checkpoint is a clear error, and the run's files stay intact") {
+  auto opts = test::init_options("corrupt", 4, 0.1);
+  std::filesystem::path ckpt;
+  {
+    auto ctx = dtl::init(opts);
+    InteropTrial trial(ctx);
+    dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{3}, .quiet = true});
+    ckpt = dtl::detail::Checkpointer(ctx.run_dir() / "checkpoints").resolve("latest");
+  }
+  const auto pth = ckpt / "state_dict.pth";
+  const auto size = std::filesystem::file_size(pth);
+  const auto backup = ckpt.parent_path() / "state_dict.pth.bak";
+  std::filesystem::copy_file(pth, backup);
+  auto resume = [&] {
+    auto ctx = dtl::init(opts);
+    InteropTrial trial(ctx);
+    dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{6}, .latest_checkpoint = ckpt, .quiet = true});
+  };
+  std::filesystem::resize_file(pth, size / 2);
+  const std::string pth_name = pth.string();
+  CHECK_THROWS_WITH_AS(resume(), doctest::Contains(pth_name.c_str()), dtl::CheckpointError);
+  std::filesystem::remove(pth);
+  CHECK_THROWS_WITH_AS(resume(), doctest::Contains("state_dict.pth is missing"), dtl::CheckpointError);
+  std::ofstream(pth) << "not a checkpoint";
+  CHECK_THROWS_WITH_AS(resume(), doctest::Contains("not a torch.save file"), dtl::CheckpointError);
+  CHECK_THROWS_WITH_AS(
+      [&] {
+        auto ctx = dtl::init(opts);
+        InteropTrial trial(ctx);
+        dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{6}, .latest_checkpoint = ckpt / "nope", .quiet = true});
+      }(),
+      doctest::Contains("does not exist"), dtl::CheckpointError);
+  // The intact file resumes.
+  std::filesystem::remove(pth);
+  std::filesystem::copy_file(backup, pth);
+  CHECK_NOTHROW(resume());
+  std::filesystem::remove_all(opts.run_dir.value());
+}
