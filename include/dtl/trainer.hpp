@@ -8,6 +8,7 @@
 
 #include <dtl/callback.hpp>
 #include <dtl/checkpoint/checkpoint.hpp>
+#include <dtl/checkpoint/load_trial.hpp>
 #include <dtl/context.hpp>
 #include <dtl/data/data_loader.hpp>
 #include <dtl/data/raw_loader.hpp>

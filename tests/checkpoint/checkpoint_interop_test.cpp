@@ -217,3 +217,24 @@ TEST_CASE("a corrupt, truncated or foreign checkpoint is a clear error, and the 
   CHECK_NOTHROW(resume());
   std::filesystem::remove_all(opts.run_dir.value());
 }
+
+TEST_CASE("load_trial_from_checkpoint_path rebuilds the trial with its weights, for inference") {
+  auto opts = test::init_options("load-trial", 4, 0.1);
+  std::vector<torch::Tensor> trained;
+  std::filesystem::path ckpt;
+  {
+    auto ctx = dtl::init(opts);
+    InteropTrial trial(ctx);
+    dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{4}, .quiet = true});
+    for (const auto& p : trial.a_->parameters()) trained.push_back(p.detach().clone());
+    ckpt = dtl::detail::Checkpointer(ctx.run_dir() / "checkpoints").resolve("latest");
+  }
+  auto loaded = dtl::load_trial_from_checkpoint_path<InteropTrial>(ckpt);
+  CHECK(loaded.context->get_hparam<double>("learning_rate") == 0.1);
+  CHECK_FALSE(loaded->a_->is_training());
+  const auto params = loaded->a_->parameters();
+  REQUIRE(params.size() == trained.size());
+  for (std::size_t i = 0; i < params.size(); ++i) CHECK(torch::equal(params[i], trained[i]));
+  CHECK_THROWS_AS(dtl::load_trial_from_checkpoint_path<InteropTrial>(ckpt / "missing"), dtl::CheckpointError);
+  std::filesystem::remove_all(opts.run_dir.value());
+}
