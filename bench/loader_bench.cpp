@@ -14,7 +14,7 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::int64_t kExamples = 32 * 60;  // 60 batches of 32
+constexpr std::int64_t kExamples = 32 * 200;  // 200 batches of 32
 constexpr std::int64_t kBatch = 32;
 constexpr auto kCost = std::chrono::microseconds(50);
 

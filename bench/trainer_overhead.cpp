@@ -40,7 +40,7 @@ dtl::TensorDataset<2> make_data(const Shape& s, std::int64_t n) {
 struct Span : dtl::PyTorchCallback {
   Clock::time_point start, end;
   void on_training_start() override { start = Clock::now(); }
-  void on_training_workload_end(const dtl::MetricsJson&, const std::vector<dtl::MetricsJson>&) override {
+  void on_training_workload_end(const dtl::MetricsJson&, const dtl::BatchMetrics&) override {
     end = Clock::now();
   }
 };

@@ -29,7 +29,7 @@ class PyTorchCallback {
   virtual void on_training_epoch_start(std::int64_t /*epoch_idx*/) {}
   virtual void on_training_epoch_end(std::int64_t /*epoch_idx*/) {}
   virtual void on_training_workload_end(const MetricsJson& /*avg_metrics*/,
-                                        const std::vector<MetricsJson>& /*batch_metrics*/) {}
+                                        const BatchMetrics& /*batch_metrics*/) {}
   virtual void on_validation_start() {}
   virtual void on_validation_epoch_start() {}
   virtual void on_validation_epoch_end(const std::vector<Metrics>& /*outputs*/) {}

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <optional>
+#include <string_view>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -103,6 +105,16 @@ inline void check_same_keys(const std::vector<std::string>& keys, const Metrics&
 
 /// Collects one workload's (or one validation's) per-batch metrics. Keeps detached tensors on
 /// their device; capacity is kept across workloads, so steady state allocates nothing here.
+/// A 0-d CPU float or double tensor's value, read in place (item() costs a dispatcher call).
+inline bool cpu_scalar_value(const torch::Tensor& t, double& out) {
+  if (t.dim() != 0 || !t.device().is_cpu()) return false;
+  switch (t.scalar_type()) {
+    case torch::kFloat: out = *t.data_ptr<float>(); return true;
+    case torch::kDouble: out = *t.data_ptr<double>(); return true;
+    default: return false;
+  }
+}
+
 class MetricCollector {
  public:
   void clear() {
@@ -118,7 +130,20 @@ class MetricCollector {
       check_same_keys(keys_, m, phase);
     }
     std::size_t i = 0;
-    for (const auto& [k, v] : m) columns_[i++].push_back(v.as_tensor());
+    for (const auto& [k, v] : m) {
+      // A number, or a scalar tensor on the CPU (whose value is already computed: CPU ops are
+      // synchronous), is kept as a double: no tensor per batch, no detach (~300 ns each). Other
+      // tensors stay on their device — no sync — detached when they require grad, so the
+      // workload does not keep every batch's graph alive.
+      double x = 0.0;
+      if (!v.is_tensor())
+        columns_[i].push_back({{}, v.number()});
+      else if (cpu_scalar_value(v.tensor(), x))
+        columns_[i].push_back({{}, x});
+      else
+        columns_[i].push_back({v.tensor().requires_grad() ? v.tensor().detach() : v.tensor(), 0.0});
+      ++i;
+    }
     ++batches_;
   }
   /// Forget the metric names too (a new fit, or names that may legitimately change).
@@ -129,46 +154,135 @@ class MetricCollector {
   }
   [[nodiscard]] std::int64_t batches() const noexcept { return batches_; }
   [[nodiscard]] const std::vector<std::string>& keys() const noexcept { return keys_; }
-  [[nodiscard]] const std::vector<torch::Tensor>& column(std::size_t i) const { return columns_[i]; }
+  /// One batch's value: a tensor, or (`tensor` undefined) a plain number.
+  struct Entry {
+    torch::Tensor tensor;
+    double number = 0.0;
+    [[nodiscard]] torch::Tensor as_tensor() const {
+      return tensor.defined() ? tensor : torch::scalar_tensor(number, torch::kDouble);
+    }
+  };
+  [[nodiscard]] const std::vector<Entry>& column(std::size_t i) const { return columns_[i]; }
 
   /// Stacks a column; an undefined tensor means the values had different shapes (not averageable).
   [[nodiscard]] torch::Tensor stacked(std::size_t i) const {
     const auto& col = columns_[i];
-    for (const auto& t : col)
-      if (t.sizes() != col.front().sizes()) return {};
-    return torch::stack(col).to(torch::kDouble);
+    bool numbers = true;
+    for (const auto& e : col) numbers = numbers && !e.tensor.defined();
+    if (numbers) {
+      std::vector<double> v;
+      v.reserve(col.size());
+      for (const auto& e : col) v.push_back(e.number);
+      return torch::tensor(v, torch::kDouble);
+    }
+    std::vector<torch::Tensor> ts;
+    ts.reserve(col.size());
+    for (const auto& e : col) ts.push_back(e.as_tensor());
+    for (const auto& t : ts)
+      if (t.sizes() != ts.front().sizes()) return {};
+    return torch::stack(ts).to(torch::kDouble);
   }
 
  private:
   std::vector<std::string> keys_;
-  std::vector<std::vector<torch::Tensor>> columns_;
+  std::vector<std::vector<Entry>> columns_;
   std::int64_t batches_ = 0;
 };
 
-/// Training metrics of a workload as Determined reports them: the mean over batches of each
-/// metric (element-wise, so a vector metric stays a vector), plus the per-batch values.
-struct TrainingReport {
-  MetricsJson avg_metrics = MetricsJson::object();
-  std::vector<MetricsJson> batch_metrics;
+}  // namespace detail
+
+/// A workload's per-batch metrics (Determined's `batch_metrics`): one JSON object per batch,
+/// built on first access — most reports never need them, and building them costs more than the
+/// rest of the report. Valid during the hook that receives it; copy `get()` to keep it.
+class BatchMetrics {
+ public:
+  explicit BatchMetrics(const detail::MetricCollector& c) : c_(&c) {}
+  [[nodiscard]] const std::vector<MetricsJson>& get() const;
+  [[nodiscard]] std::size_t size() const noexcept { return static_cast<std::size_t>(c_->batches()); }
+  [[nodiscard]] bool empty() const noexcept { return size() == 0; }
+  const MetricsJson& operator[](std::size_t i) const { return get()[i]; }
+  [[nodiscard]] auto begin() const { return get().begin(); }
+  [[nodiscard]] auto end() const { return get().end(); }
+
+ private:
+  const detail::MetricCollector* c_;
+  mutable std::optional<std::vector<MetricsJson>> json_;
 };
 
-inline TrainingReport reduce_training(const MetricCollector& c) {
-  TrainingReport r;
-  r.batch_metrics.assign(static_cast<std::size_t>(c.batches()), MetricsJson::object());
+/// Training metrics of a workload as Determined reports them: the mean over batches of each
+/// metric (element-wise, so a vector metric stays a vector), plus the per-batch values — as
+/// columns of doubles for scalar metrics (what TensorBoard writes) and, lazily, as JSON.
+struct TrainingReport {
+  MetricsJson avg_metrics = MetricsJson::object();
+  std::vector<std::string_view> column_names;  ///< scalar metrics, in key order
+  std::vector<std::vector<double>> columns;     ///< one value per batch, for each of column_names
+  BatchMetrics batch_metrics;
+};
+
+namespace detail {
+
+/// A number, or a 0-d CPU float or double tensor's value, without a dispatcher call (item()
+/// costs ~1 us).
+inline bool read_cpu_scalar(const MetricCollector::Entry& e, double& out) {
+  if (!e.tensor.defined()) {
+    out = e.number;
+    return true;
+  }
+  return cpu_scalar_value(e.tensor, out);
+}
+
+}  // namespace detail
+
+inline const std::vector<MetricsJson>& BatchMetrics::get() const {
+  if (json_) return *json_;
+  const auto& c = *c_;
+  std::vector<MetricsJson> out(static_cast<std::size_t>(c.batches()), MetricsJson::object());
   for (std::size_t i = 0; i < c.keys().size(); ++i) {
     const auto& key = c.keys()[i];
     auto stacked = c.stacked(i);
     if (!stacked.defined()) {
-      r.avg_metrics[key] = nullptr;
-      for (std::size_t b = 0; b < r.batch_metrics.size(); ++b)
-        r.batch_metrics[b][key] = tensor_to_json(c.column(i)[b]);
+      for (std::size_t b = 0; b < out.size(); ++b) out[b][key] = detail::tensor_to_json(c.column(i)[b].as_tensor());
       continue;
     }
-    r.avg_metrics[key] = tensor_to_json(stacked.mean(0));
     // One host copy of the whole column, then batch b's value is the b-th slice of it.
     const auto host = stacked.to(torch::kCPU).contiguous();
     const double* p = host.data_ptr<double>();
-    for (auto& batch : r.batch_metrics) batch[key] = doubles_to_json(p, host.sizes().slice(1));
+    for (auto& batch : out) batch[key] = detail::doubles_to_json(p, host.sizes().slice(1));
+  }
+  json_ = std::move(out);
+  return *json_;
+}
+
+namespace detail {
+
+inline TrainingReport reduce_training(const MetricCollector& c) {
+  TrainingReport r{.batch_metrics = BatchMetrics(c)};
+  const auto n = static_cast<std::size_t>(c.batches());
+  for (std::size_t i = 0; i < c.keys().size(); ++i) {
+    const auto& key = c.keys()[i];
+    // Scalars on the CPU (the common case): read in place, no tensor op at all.
+    std::vector<double> values(n);
+    bool direct = true;
+    for (std::size_t b = 0; b < n && direct; ++b) direct = read_cpu_scalar(c.column(i)[b], values[b]);
+    if (direct) {
+      double sum = 0.0;
+      for (double v : values) sum += v;
+      r.avg_metrics[key] = n ? sum / static_cast<double>(n) : 0.0;
+      r.column_names.push_back(key);
+      r.columns.push_back(std::move(values));
+      continue;
+    }
+    auto stacked = c.stacked(i);
+    if (!stacked.defined()) {
+      r.avg_metrics[key] = nullptr;
+      continue;
+    }
+    r.avg_metrics[key] = tensor_to_json(stacked.mean(0));
+    if (stacked.dim() == 1) {  // scalars on a device: one transfer for the column
+      const auto host = stacked.to(torch::kCPU).contiguous();
+      r.column_names.push_back(key);
+      r.columns.emplace_back(host.data_ptr<double>(), host.data_ptr<double>() + n);
+    }
   }
   return r;
 }

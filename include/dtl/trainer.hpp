@@ -332,7 +332,7 @@ class Trainer {
                  {"checkpoint_seconds", s(phase_.checkpoint)}};
       phase_ = {};
     }
-    reporter_->training(state_.batches_trained, state_.epochs_trained, progress(), report.avg_metrics, report.batch_metrics,
+    reporter_->training(state_.batches_trained, state_.epochs_trained, progress(), report,
                         {.batches = batches, .records = records, .seconds = secs}, timings);
     for (auto& [name, cb] : callbacks_) cb->on_training_workload_end(report.avg_metrics, report.batch_metrics);
   }

@@ -35,7 +35,7 @@ class RecordingCallback : public dtl::PyTorchCallback {
   void on_training_start() override { ++r_.training_starts; }
   void on_training_epoch_start(std::int64_t e) override { r_.epoch_starts.push_back(e); }
   void on_training_epoch_end(std::int64_t e) override { r_.epoch_ends.push_back(e); }
-  void on_training_workload_end(const dtl::MetricsJson& avg, const std::vector<dtl::MetricsJson>&) override {
+  void on_training_workload_end(const dtl::MetricsJson& avg, const dtl::BatchMetrics&) override {
     r_.workloads.push_back(r_.batches);
     r_.workload_metrics.push_back(avg);
   }

@@ -52,7 +52,7 @@ class LearningRateMonitor : public PyTorchCallback {
   explicit LearningRateMonitor(PyTorchTrialContext& ctx, Options options = {}) : ctx_(ctx), o_(std::move(options)) {}
 
   void on_training_workload_end(const MetricsJson& /*avg_metrics*/,
-                                const std::vector<MetricsJson>& /*batch_metrics*/) override {
+                                const BatchMetrics& /*batch_metrics*/) override {
     const std::int64_t step = ctx_.current_train_batch() + 1;
     // As Determined, only the chief writes TensorBoard; every rank keeps the history.
     const bool write = o_.tensorboard && ctx_.distributed().is_chief();

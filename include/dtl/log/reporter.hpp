@@ -81,18 +81,13 @@ class Reporter {
   /// `{"type":"training","steps_completed":N,"epoch":E,"metrics":{...}}`
   /// `timings` (profiling_enabled): seconds per phase since the previous report, also written as
   /// `{"timings": {...}}` and as TensorBoard scalars `Determined/profiling/<phase>`.
-  void training(std::int64_t steps, std::int64_t epochs, double progress, const MetricsJson& metrics,
-                const std::vector<MetricsJson>& batch_metrics, const WorkloadTiming& t,
-                const MetricsJson& timings = nullptr) {
+  void training(std::int64_t steps, std::int64_t epochs, double progress, const TrainingReport& report,
+                const WorkloadTiming& t, const MetricsJson& timings = nullptr) {
     if (!chief_) return;
+    const auto& metrics = report.avg_metrics;
     write("training", steps, epochs, metrics, t, timings);
     if (tb_ && timings.is_object()) tb_->writer().write_metrics("Determined/profiling/", scalar_metrics(timings), steps);
-    if (tb_) {
-      std::vector<ScalarMetrics> batches;
-      batches.reserve(batch_metrics.size());
-      for (const auto& b : batch_metrics) batches.push_back(scalar_metrics(b));
-      tb_->on_train_step_end(steps, scalar_metrics(metrics), batches);
-    }
+    if (tb_) tb_->on_train_step_end(steps, scalar_metrics(metrics), report.column_names, report.columns);
     if (train_progress_ && metrics.contains("loss") && metrics["loss"].is_number())
       train_progress_->set_loss(metrics["loss"].get<double>());
     std::ostringstream line;

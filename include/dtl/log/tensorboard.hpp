@@ -8,6 +8,7 @@
 #ifndef DTL_LOG_TENSORBOARD_HPP
 #define DTL_LOG_TENSORBOARD_HPP
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <bit>
@@ -501,6 +502,14 @@ class SummaryWriter {
 
   /// Writes each metric as the scalar `prefix + name` at `step`:
   /// `writer.write_metrics("Determined/", {{"loss", 0.25}}, 100)` writes tag `Determined/loss`.
+  /// `values[i]` as `<prefix><name>` at step `first_step + i` (one clock read for all).
+  void write_column(std::string_view prefix, std::string_view name, std::span<const double> values,
+                    std::int64_t first_step) {
+    const double now = detail::unix_seconds();
+    for (std::size_t i = 0; i < values.size(); ++i)
+      add_scalar_parts(prefix, name, values[i], first_step + static_cast<std::int64_t>(i), now, now);
+  }
+
   void write_metrics(std::string_view prefix, const ScalarMetrics& metrics, std::int64_t step) {
     const double now = detail::unix_seconds();
     for (const auto& [name, value] : metrics) add_scalar_parts(prefix, name, value, step, now, now);
@@ -631,6 +640,22 @@ class BatchMetricWriter {
     ScalarMetrics unseen;
     for (const auto& entry : metrics)
       if (!seen.contains(entry.first)) unseen.push_back(entry);
+    writer_->write_training_metrics(unseen, steps_completed);
+    writer_->flush();
+  }
+
+  /// The same from columns: `columns[k][i]` is metric `names[k]` of batch i. No per-batch
+  /// containers are built: one clock read, then each value is encoded straight into the buffer.
+  void on_train_step_end(std::int64_t steps_completed, const ScalarMetrics& metrics,
+                         std::span<const std::string_view> names, std::span<const std::vector<double>> columns) {
+    std::size_t n = 0;
+    for (const auto& c : columns) n = std::max(n, c.size());
+    for (std::size_t k = 0; k < names.size(); ++k)
+      writer_->write_column(tensorboard::tag_prefix, names[k], columns[k],
+                            steps_completed - static_cast<std::int64_t>(columns[k].size()));
+    ScalarMetrics unseen;
+    for (const auto& entry : metrics)
+      if (std::find(names.begin(), names.end(), entry.first) == names.end()) unseen.push_back(entry);
     writer_->write_training_metrics(unseen, steps_completed);
     writer_->flush();
   }
