@@ -7,11 +7,13 @@
 #include <ATen/core/Dict.h>
 #include <dtl/reducer.hpp>
 
+#include <concepts>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -48,8 +50,74 @@ class PyTorchCallback {
   virtual void load_state_dict(const nlohmann::json& /*state*/) {}
 };
 
+namespace detail {
+
+template <class P>
+struct member_function_type;
+template <class F, class C>
+struct member_function_type<F C::*> {
+  using type = F;  // the function type with its qualifiers: R(Args...) const noexcept
+};
+
+/// A hook `T` declares is PyTorchCallback's hook of that name with the same signature; a hook
+/// declared with other parameters would be a new function that never runs (Determined's duck
+/// typing silently ignores it too). Not declaring it, or an overload set, is fine.
+template <class T, class Base>
+consteval bool same_hook() {
+  if constexpr (std::is_same_v<T, Base>) return true;
+  return std::is_same_v<typename member_function_type<T>::type, typename member_function_type<Base>::type>;
+}
+
+#define DTL_CHECK_HOOK(hook, expected)                                                                     \
+  if constexpr (requires { &T::hook; }) {                                                                  \
+    static_assert(same_hook<decltype(&T::hook), decltype(&PyTorchCallback::hook)>(),                      \
+                  "dtl: this callback declares " #hook " with a signature PyTorchCallback does not have, "  \
+                  "so the Trainer would never call it. Declare it as: " expected " override");              \
+  }
+
+template <class T>
+consteval bool check_callback_hooks() {
+  static_assert(std::is_base_of_v<PyTorchCallback, T>, "dtl: a callback must derive from dtl::PyTorchCallback");
+  DTL_CHECK_HOOK(on_trial_startup, "void on_trial_startup(std::int64_t first_batch_idx, const std::optional<std::string>& checkpoint_uuid)")
+  DTL_CHECK_HOOK(on_training_start, "void on_training_start()")
+  DTL_CHECK_HOOK(on_training_epoch_start, "void on_training_epoch_start(std::int64_t epoch_idx)")
+  DTL_CHECK_HOOK(on_training_epoch_end, "void on_training_epoch_end(std::int64_t epoch_idx)")
+  DTL_CHECK_HOOK(on_training_workload_end, "void on_training_workload_end(const dtl::MetricsJson& avg_metrics, const dtl::BatchMetrics& batch_metrics)")
+  DTL_CHECK_HOOK(on_validation_start, "void on_validation_start()")
+  DTL_CHECK_HOOK(on_validation_epoch_start, "void on_validation_epoch_start()")
+  DTL_CHECK_HOOK(on_validation_epoch_end, "void on_validation_epoch_end(const std::vector<dtl::Metrics>& outputs)")
+  DTL_CHECK_HOOK(on_validation_end, "void on_validation_end(const dtl::MetricsJson& metrics)")
+  DTL_CHECK_HOOK(on_checkpoint_save_start, "void on_checkpoint_save_start(c10::impl::GenericDict& checkpoint)")
+  DTL_CHECK_HOOK(on_checkpoint_load_start, "void on_checkpoint_load_start(const c10::impl::GenericDict& checkpoint)")
+  DTL_CHECK_HOOK(on_checkpoint_write_end, "void on_checkpoint_write_end(const std::filesystem::path& checkpoint_dir)")
+  DTL_CHECK_HOOK(on_checkpoint_upload_end, "void on_checkpoint_upload_end(const std::string& uuid)")
+  DTL_CHECK_HOOK(on_trial_shutdown, "void on_trial_shutdown()")
+  DTL_CHECK_HOOK(state_dict, "nlohmann::json state_dict() const")
+  DTL_CHECK_HOOK(load_state_dict, "void load_state_dict(const nlohmann::json& state)")
+  return true;
+}
+
+#undef DTL_CHECK_HOOK
+
+}  // namespace detail
+
+/// One entry of `build_callbacks()`: a name (what checkpoints store its state under) and the
+/// callback. Built from `{"name", std::make_shared<MyCallback>(...)}`, which checks MyCallback's
+/// hooks at compile time: a hook with a wrong signature is an error, not a hook that never runs.
+struct NamedCallback {
+  std::string name;
+  std::shared_ptr<PyTorchCallback> callback;
+
+  template <class T>
+    requires std::derived_from<T, PyTorchCallback>
+  NamedCallback(std::string n, std::shared_ptr<T> cb) : name(std::move(n)), callback(std::move(cb)) {  // NOLINT
+    static_assert(detail::check_callback_hooks<T>());
+  }
+};
+
 /// What `build_callbacks()` returns: callbacks by name, in the order their hooks run.
-using Callbacks = std::vector<std::pair<std::string, std::shared_ptr<PyTorchCallback>>>;
+///   dtl::Callbacks build_callbacks() { return {{"early_stopping", std::make_shared<dtl::callbacks::EarlyStopping>(ctx_)}}; }
+using Callbacks = std::vector<NamedCallback>;
 
 }  // namespace dtl
 

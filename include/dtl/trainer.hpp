@@ -95,7 +95,7 @@ class Trainer {
     struct ShutdownGuard {
       Callbacks& cbs;
       ~ShutdownGuard() {
-        for (auto it = cbs.rbegin(); it != cbs.rend(); ++it) it->second->on_trial_shutdown();
+        for (auto it = cbs.rbegin(); it != cbs.rend(); ++it) it->callback->on_trial_shutdown();
       }
     };
     for (auto& [name, cb] : callbacks_) cb->on_trial_startup(ctx_.get_initial_batch(), std::nullopt);
