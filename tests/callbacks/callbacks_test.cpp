@@ -9,6 +9,8 @@
 
 #include <dtl/callbacks.hpp>
 
+#include "../support/external.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -119,67 +121,11 @@ dtl::MetricsJson metrics_with(const std::string& name, double value) {
 
 // ---- Python -------------------------------------------------------------------------------
 
-// DTL_TEST_PYTHON overrides the interpreter, as in tests/log/tensorboard_test.cpp.
-std::string python() {
-  const char* env = std::getenv("DTL_TEST_PYTHON");
-  return env && *env ? env : "/usr/bin/python3";
-}
-
-// A file next to this one (or under tests/log). Meson may compile with __FILE__ relative to the
-// build root, so a relative path is looked up from the working directory and from each
-// ancestor of the test executable.
-fs::path test_file(const fs::path& rel_to_tests) {
-  const fs::path rel = fs::path(__FILE__).parent_path().parent_path() / rel_to_tests;
-  if (rel.is_absolute()) return rel;
-  std::vector<fs::path> bases{fs::current_path()};
-  std::error_code ec;
-  for (fs::path p = fs::read_symlink("/proc/self/exe", ec).parent_path(); !ec && !p.empty(); p = p.parent_path()) {
-    bases.push_back(p);
-    if (p == p.root_path()) break;
-  }
-  for (const auto& base : bases)
-    if (fs::exists(base / rel)) return fs::weakly_canonical(base / rel);
-  return rel;
-}
-
-struct Run {
-  int status = -1;
-  std::string output;
-};
-
-// Runs a command; stdout and stderr come back together.
-Run run_command(const std::string& cmd) {
-  Run r;
-  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  const int raw = ::pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-/// Whether /usr/bin/python3 can import torch; the reason when it cannot.
-std::optional<std::string> python_torch_missing() {
-  static const std::optional<std::string> missing = []() -> std::optional<std::string> {
-    if (::access(python().c_str(), X_OK) != 0) return python() + " not found";
-    auto r = run_command(python() + " -c 'import torch'");
-    if (r.status != 0) {  // the traceback's last line says why
-      auto out = r.output;
-      while (!out.empty() && out.back() == '\n') out.pop_back();
-      return python() + " cannot import torch (" + out.substr(out.find_last_of('\n') + 1) + ")";
-    }
-    return std::nullopt;
-  }();
-  return missing;
-}
+using test_support::python;
+using test_support::python_torch_missing;
+using test_support::run_command;
+using test_support::shell_quote;
+using test_support::test_file;
 
 // ---- ReduceLROnPlateau cases ----------------------------------------------------------------
 
@@ -617,12 +563,9 @@ std::vector<json> decode_events(const fs::path& dir) {
   std::vector<json> events;
   for (const auto& e : fs::directory_iterator(dir)) {
     if (!e.path().filename().string().starts_with("events.out.tfevents.")) continue;
-    auto out = run_command(python() + " " + shell_quote(test_file("log/decode_tfevents.py").string()) + " " +
-                           shell_quote(e.path().string()));
+    test_support::Run out;
+    for (auto& ev : test_support::decode_tfevents(e.path(), &out)) events.push_back(std::move(ev));
     REQUIRE_MESSAGE(out.status == 0, out.output);
-    std::istringstream lines(out.output);
-    for (std::string line; std::getline(lines, line);)
-      if (!line.empty()) events.push_back(json::parse(line));
   }
   return events;
 }

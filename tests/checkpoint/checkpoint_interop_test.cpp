@@ -5,6 +5,8 @@
 // where /usr/bin/python3 has no torch.
 #include "../core/test_trials.hpp"
 
+#include "../support/external.hpp"
+
 #include <cstdlib>
 #include <fstream>
 
@@ -60,7 +62,7 @@ class InteropTrial : public dtl::PyTorchTrial<InteropTrial> {
   std::shared_ptr<torch::optim::Adam> adam_;
 };
 
-bool python_has_torch() { return std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0; }
+bool python_has_torch() { return !test_support::python_torch_missing(); }
 
 constexpr const char* kScript = R"PY(
 import sys, zipfile, pickletools, torch, torch.nn as nn
@@ -106,7 +108,7 @@ print("python: ok")
 
 TEST_CASE("interop: a dtl checkpoint loads in Python (weights_only) and takes the same next step") {
   if (!python_has_torch()) {
-    MESSAGE("SKIPPED: /usr/bin/python3 cannot import torch (apt-get install python3-torch)");
+    MESSAGE("SKIPPED: " << *test_support::python_torch_missing() << " (apt-get install python3-torch)");
     return;
   }
   auto opts = test::init_options("interop", 4, 0.1);
@@ -119,7 +121,7 @@ TEST_CASE("interop: a dtl checkpoint loads in Python (weights_only) and takes th
   std::ofstream(script) << kScript;
   const auto out = ctx.run_dir() / "python_next_step.pt";
   const auto log = ctx.run_dir() / "python.log";
-  const std::string cmd = "/usr/bin/python3 '" + script.string() + "' '" + (ckpt / "state_dict.pth").string() + "' '" +
+  const std::string cmd = test_support::python() + " '" + script.string() + "' '" + (ckpt / "state_dict.pth").string() + "' '" +
                           out.string() + "' >'" + log.string() + "' 2>&1";
   const int rc = std::system(cmd.c_str());
   std::stringstream py_log;
@@ -148,13 +150,13 @@ TEST_CASE("interop: a dtl checkpoint loads in Python (weights_only) and takes th
 
 TEST_CASE("interop: Python's torch.save(model.state_dict()) warm-starts a dtl model; mismatches name the keys") {
   if (!python_has_torch()) {
-    MESSAGE("SKIPPED: /usr/bin/python3 cannot import torch (apt-get install python3-torch)");
+    MESSAGE("SKIPPED: " << *test_support::python_torch_missing() << " (apt-get install python3-torch)");
     return;
   }
   const auto dir = test::temp_run_dir("warm-start");
   std::filesystem::create_directories(dir);
   const auto file = dir / "weights.pt";
-  const std::string cmd = "/usr/bin/python3 -c \"import torch, torch.nn as nn; torch.manual_seed(4); "
+  const std::string cmd = test_support::python() + " -c \"import torch, torch.nn as nn; torch.manual_seed(4); "
                           "m = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)); "
                           "torch.save(m.state_dict(), '" + file.string() + "'); "
                           "print(float(m[0].weight[1, 2]), float(m[2].bias[1]))\" > '" + (dir / "v.txt").string() + "'";
@@ -173,7 +175,7 @@ TEST_CASE("interop: Python's torch.save(model.state_dict()) warm-starts a dtl mo
   CHECK(torch::equal(before, other[0]->as<torch::nn::Linear>()->weight));
   // dtl writes the same kind of file back, and Python reads it with weights_only=True.
   dtl::save_state_dict(*net, dir / "back.pt");
-  const std::string back = "/usr/bin/python3 -c \"import torch; sd = torch.load('" + (dir / "back.pt").string() +
+  const std::string back = test_support::python() + " -c \"import torch; sd = torch.load('" + (dir / "back.pt").string() +
                            "', weights_only=True); assert list(sd) == ['0.weight', '0.bias', '2.weight', '2.bias'], list(sd)\"";
   CHECK(std::system(back.c_str()) == 0);
   std::filesystem::remove_all(dir);

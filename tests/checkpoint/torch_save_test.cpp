@@ -4,6 +4,8 @@
 // torch 1.13 in both directions (skipped, visibly, when /usr/bin/python3 lacks torch).
 #include <dtl/checkpoint/torch_save.hpp>
 
+#include "../support/external.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <atomic>
@@ -41,13 +43,7 @@ struct Scratch {
   fs::path operator/(const std::string& name) const { return dir / name; }
 };
 
-// /usr/bin/python3 specifically: a python3 earlier on PATH (pyenv) may lack torch.
-constexpr const char* kPython = "/usr/bin/python3";
-
-bool python_has_torch() {
-  static const bool ok = std::system((std::string(kPython) + " -I -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
-  return ok;
-}
+bool python_has_torch() { return !test_support::python_torch_missing(); }
 
 // Runs `script` with arguments; returns its exit status and leaves its output in `output`.
 int run_python(const Scratch& s, const std::string& script, const std::string& args, std::string& output) {
@@ -56,7 +52,7 @@ int run_python(const Scratch& s, const std::string& script, const std::string& a
   std::ofstream(py) << script;
   // -I: ignore PYTHONPATH and user site-packages; cd to the scratch dir so that no torch/
   // directory near the working directory shadows the installed package.
-  const std::string cmd = "cd '" + s.dir.string() + "' && " + kPython + " -I '" + py.string() + "' " + args + " > '" +
+  const std::string cmd = "cd '" + s.dir.string() + "' && " + test_support::python() + " -I '" + py.string() + "' " + args + " > '" +
                           out.string() + "' 2>&1";
   const int rc = std::system(cmd.c_str());
   std::ifstream in(out);
@@ -294,7 +290,7 @@ TEST_CASE("torch_save: errors name the file and the problem") {
 
 TEST_CASE("torch_save: Python's torch.load(weights_only=True) reads dtl's files") {
   if (!python_has_torch()) {
-    MESSAGE("SKIPPED: python3-torch absent (" << kPython << " cannot import torch)");
+    MESSAGE("SKIPPED: python3-torch absent (" << *test_support::python_torch_missing() << ")");
     return;
   }
   Scratch s;
@@ -469,7 +465,7 @@ print("OK", how)
 
 TEST_CASE("torch_save: dtl reads what Python's torch.save writes, and refuses malicious files") {
   if (!python_has_torch()) {
-    MESSAGE("SKIPPED: python3-torch absent (" << kPython << " cannot import torch)");
+    MESSAGE("SKIPPED: python3-torch absent (" << *test_support::python_torch_missing() << ")");
     return;
   }
   Scratch s;

@@ -1,5 +1,7 @@
 #include "test_trials.hpp"
 
+#include "../support/external.hpp"
+
 #include <fstream>
 #include <numeric>
 
@@ -249,25 +251,18 @@ TEST_CASE("a fit writes Determined's TensorBoard scalars: per-batch training, th
   for (const auto& e : std::filesystem::directory_iterator(ctx.get_tensorboard_path())) files.push_back(e.path());
   REQUIRE(files.size() == 1);
   CHECK(files[0].filename().string().starts_with("events.out.tfevents."));
-  if (::access("/usr/bin/python3", X_OK) != 0) {
-    MESSAGE("/usr/bin/python3 not found: the TensorBoard file's contents are not decoded");
+  if (::access(test_support::python().c_str(), X_OK) != 0) {
+    MESSAGE(test_support::python() << " not found: the TensorBoard file's contents are not decoded");
   } else {
-    // __FILE__ is absolute in unity builds; from the repository root the relative path works too.
-    auto script = std::filesystem::path(__FILE__).parent_path() / "../log/decode_tfevents.py";
-    if (!std::filesystem::exists(script)) script = "tests/log/decode_tfevents.py";
-    const std::string cmd = "/usr/bin/python3 '" + script.string() + "' '" + files[0].string() + "'";
-    FILE* pipe = ::popen(cmd.c_str(), "r");
-    REQUIRE(pipe != nullptr);
+    test_support::Run run;
     std::vector<std::int64_t> loss_steps, val_steps;
-    char buf[4096];
-    while (std::fgets(buf, sizeof buf, pipe)) {
-      const auto ev = nlohmann::json::parse(buf);
+    for (const auto& ev : test_support::decode_tfevents(files[0], &run)) {
       if (!ev.contains("tag")) continue;
       if (ev["tag"] == "Determined/loss") loss_steps.push_back(ev["step"]);
       // "validation_loss" starts with "val", so Determined adds no val_ prefix.
       if (ev["tag"] == "Determined/validation_loss") val_steps.push_back(ev["step"]);
     }
-    CHECK(::pclose(pipe) == 0);
+    CHECK_MESSAGE(run.status == 0, run.output);
     // One scalar per batch at steps 0..19 (Determined: steps_completed - len + i); validation at 20.
     std::vector<std::int64_t> expected(20);
     std::iota(expected.begin(), expected.end(), 0);

@@ -1,9 +1,9 @@
 // Torch-free tests of the worker threads behind DataLoader(num_workers > 0). Built twice: into
 // dtl_core_tests, and under ThreadSanitizer and AddressSanitizer (tests/meson.build), where a data
 // race, a leak or a use-after-free fails the run.
-#include <doctest/doctest.h>
-
 #include <dtl/data/prefetcher.hpp>
+
+#include <doctest/doctest.h>
 
 #include <atomic>
 #include <chrono>

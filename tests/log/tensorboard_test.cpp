@@ -26,6 +26,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../support/external.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -113,31 +115,12 @@ std::vector<fs::path> event_files(const fs::path& dir) {
   return out;
 }
 
-// DTL_TEST_PYTHON overrides the interpreter (a missing one exercises the skip path).
-std::string python() {
-  const char* env = std::getenv("DTL_TEST_PYTHON");
-  return env && *env ? env : "/usr/bin/python3";
-}
+// test_support::python(): DTL_TEST_PYTHON overrides it (a missing one exercises the skip path).
+using test_support::python;
 
 bool have_python() { return ::access(python().c_str(), X_OK) == 0; }
 
 std::string no_python_note() { return python() + " not found: the independent decoder's checks are skipped"; }
-
-// tests/log/decode_tfevents.py. Meson compiles with __FILE__ relative to the build root, so it is
-// looked up from the working directory and from each ancestor of the test executable.
-fs::path decoder_script() {
-  const fs::path rel = fs::path(__FILE__).parent_path() / "decode_tfevents.py";
-  if (rel.is_absolute()) return rel;
-  std::vector<fs::path> bases{fs::current_path()};
-  std::error_code ec;
-  for (fs::path p = fs::read_symlink("/proc/self/exe", ec).parent_path(); !ec && !p.empty(); p = p.parent_path()) {
-    bases.push_back(p);
-    if (p == p.root_path()) break;
-  }
-  for (const auto& base : bases)
-    if (fs::exists(base / rel)) return fs::weakly_canonical(base / rel);
-  return rel;
-}
 
 struct Decoded {
   int status = -1;
@@ -148,19 +131,10 @@ struct Decoded {
 // Runs the independent decoder on `file`; its stdout (JSON lines) and stderr come back together.
 Decoded decode(const fs::path& file) {
   Decoded d;
-  const std::string cmd = python() + " '" + decoder_script().string() + "' '" + file.string() + "' 2>&1";
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) d.output.append(buf, n);
-  const int raw = ::pclose(pipe);
-  d.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  if (d.status == 0) {
-    std::istringstream lines(d.output);
-    for (std::string line; std::getline(lines, line);)
-      if (!line.empty()) d.events.push_back(json::parse(line));
-  }
+  test_support::Run run;
+  d.events = test_support::decode_tfevents(file, &run);
+  d.status = run.status;
+  d.output = std::move(run.output);
   return d;
 }
 
