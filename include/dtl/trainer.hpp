@@ -223,17 +223,18 @@ class Trainer {
           auto batch = ctx_.to_device(std::move(*it));
           const auto t_step = profiling ? Clock::now() : Clock::time_point{};
           records += trial_.get_batch_length(batch);
+          auto train_step = [&] { collector_.add(Metrics(trial_.train_batch(batch, epoch_idx, batch_idx)), "training"); };
           if (ctx_.profiler_) [[unlikely]] {
             ctx_.profiler_->before_batch();
             if (ctx_.profiler_->active()) {
-              RECORD_USER_SCOPE("train_batch");
-              collector_.add(Metrics(trial_.train_batch(batch, epoch_idx, batch_idx)), "training");
+              RECORD_USER_SCOPE("train_batch");  // the batch as a named span in the trace
+              train_step();
             } else {
-              collector_.add(Metrics(trial_.train_batch(batch, epoch_idx, batch_idx)), "training");
+              train_step();
             }
             ctx_.profiler_->after_batch();
           } else {
-            collector_.add(Metrics(trial_.train_batch(batch, epoch_idx, batch_idx)), "training");
+            train_step();
           }
           ctx_.step_lr_schedulers(batch_idx);
           if (profiling) {
