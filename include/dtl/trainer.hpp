@@ -364,7 +364,14 @@ class Trainer {
       const bool keep_outputs = !callbacks_.empty();
       std::int64_t idx = 0;
       for (auto&& raw : stream) {
-        auto batch = ctx_.to_device(std::move(raw));
+        // A dtl stream's batch is its own, so it is moved; a raw loader's belongs to the loader,
+        // which the next validation iterates again, so it is copied (tensor handles only).
+        auto batch = [&] {
+          if constexpr (RawLoader<ValLoader>)
+            return ctx_.to_device(raw);
+          else
+            return ctx_.to_device(std::move(raw));
+        }();
         Metrics m(detail::call_evaluate_batch(trial_, batch, idx++));
         val_collector_.add(m, "validation");
         reporter_->batch_validated(idx);

@@ -3,6 +3,7 @@
 #include "test_trials.hpp"
 
 #include <atomic>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <thread>
@@ -358,8 +359,18 @@ TEST_CASE("with the reproducibility checks disabled, any range of batches trains
   RawLoaderTrial trial(ctx, seen);
   test::Record rec;
   dtl::Trainer trainer(trial, ctx);
-  trainer.fit({.max_length = dtl::Epoch{2}});
+  // Validation after every epoch: the same validation range is iterated twice and must still hold
+  // its batches (the Trainer must not move out of a loader it does not own the batches of).
+  trainer.fit({.max_length = dtl::Epoch{2}, .validation_period = dtl::Epoch{1}, .quiet = true});
   CHECK(seen == std::vector<std::int64_t>{0, 1, 2, 0, 1, 2});
   CHECK(trainer.state().epochs_trained == 2);
+  std::ifstream in(ctx.run_dir() / "metrics.jsonl");
+  std::vector<double> val;
+  for (std::string line; std::getline(in, line);) {
+    const auto r = nlohmann::json::parse(line);
+    if (r["type"] == "validation") val.push_back(r["metrics"]["validation_loss"].get<double>());
+  }
+  REQUIRE(val.size() == 2);
+  CHECK(std::isfinite(val[1]));
   std::filesystem::remove_all(ctx.run_dir());
 }
