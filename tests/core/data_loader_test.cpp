@@ -237,13 +237,15 @@ namespace {
 // Trains on shuffled data with workers; records which examples each batch held.
 class ShuffleTrial : public dtl::PyTorchTrial<ShuffleTrial> {
  public:
-  ShuffleTrial(dtl::PyTorchTrialContext& ctx, std::vector<std::vector<std::int64_t>>& seen, std::int64_t workers)
-      : ctx_(ctx), seen_(seen), workers_(workers) {
+  ShuffleTrial(dtl::PyTorchTrialContext& ctx, std::vector<std::vector<std::int64_t>>& seen, std::int64_t workers,
+               std::int64_t fail_at = -1)
+      : ctx_(ctx), seen_(seen), workers_(workers), fail_at_(fail_at) {
     model_ = ctx.wrap_model(torch::nn::Linear(1, 1));
     opt_ = ctx.wrap_optimizer(torch::optim::SGD(model_->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9)));
   }
   auto build_training_data_loader() {
-    return dtl::DataLoader(CountingDataset{.n = 22}, {.batch_size = 4, .shuffle = true, .num_workers = workers_});
+    return dtl::DataLoader(CountingDataset{.n = 22, .fail_at = fail_at_},
+                           {.batch_size = 4, .shuffle = true, .num_workers = workers_});
   }
   auto build_validation_data_loader() { return dtl::DataLoader(CountingDataset{.n = 8}, {.batch_size = 4}); }
   torch::Tensor train_batch(Batch& b, std::int64_t, std::int64_t) {
@@ -262,6 +264,7 @@ class ShuffleTrial : public dtl::PyTorchTrial<ShuffleTrial> {
   dtl::PyTorchTrialContext& ctx_;
   std::vector<std::vector<std::int64_t>>& seen_;
   std::int64_t workers_;
+  std::int64_t fail_at_;
   torch::nn::Linear model_{nullptr};
   std::shared_ptr<torch::optim::SGD> opt_;
 };
@@ -373,4 +376,23 @@ TEST_CASE("with the reproducibility checks disabled, any range of batches trains
   REQUIRE(val.size() == 2);
   CHECK(std::isfinite(val[1]));
   std::filesystem::remove_all(ctx.run_dir());
+}
+
+TEST_CASE("a worker's failure stops fit with the failing index, after the workers are joined") {
+  std::vector<std::vector<std::int64_t>> seen;
+  auto opts = test::init_options("worker-failure", 4, 0.01);
+  auto ctx = dtl::init(opts);
+  // The first epoch's order (the trial seed's shuffle); the failing example is the 4th batch's first.
+  dtl::DataLoader order(CountingDataset{.n = 22}, {.batch_size = 4, .shuffle = true});
+  auto stream = order.adapt_training({.seed = ctx.get_trial_seed()});
+  const auto first_epoch = take(stream, 5);
+  const std::int64_t bad = first_epoch[3][0];
+  ShuffleTrial trial(ctx, seen, /*workers=*/2, /*fail_at=*/bad);
+  const std::string expected = "dataset.get(" + std::to_string(bad) + ") failed: record " + std::to_string(bad);
+  CHECK_THROWS_WITH_AS(dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{30}, .quiet = true}),
+                       doctest::Contains(expected.c_str()), dtl::DataError);
+  // Training stopped exactly at that batch (the workers had loaded past it): the three batches
+  // before it were trained, none after.
+  CHECK(seen == std::vector<std::vector<std::int64_t>>(first_epoch.begin(), first_epoch.begin() + 3));
+  std::filesystem::remove_all(opts.run_dir.value());
 }
