@@ -470,6 +470,12 @@ class Trainer {
                         .last_ckpt = st.last_ckpt,
                         .best_validation = st.best_validation};
     saved_data_position_ = std::move(st.data_position);
+    // A resumed trial keeps its seed, so that its data order (seeded from it) continues.
+    if (st.trial_seed && *st.trial_seed != ctx_.s_.trial_seed) {
+      reporter_->warn("resuming with the checkpoint's trial seed " + std::to_string(*st.trial_seed) + ", not " +
+                      std::to_string(ctx_.s_.trial_seed) + ": a resumed trial keeps its seed");
+      ctx_.s_.trial_seed = *st.trial_seed;
+    }
     reporter_->note("resumed from " + dir.string() + " at batch " + std::to_string(state_.batches_trained));
   }
 

@@ -286,9 +286,6 @@ ShuffleRun run_shuffle(const std::filesystem::path& dir, std::int64_t workers, s
   return r;
 }
 
-std::filesystem::path latest(const std::filesystem::path& run) {
-  return dtl::detail::Checkpointer(run / "checkpoints").resolve("latest");
-}
 
 }  // namespace
 
@@ -298,7 +295,7 @@ TEST_CASE("resume continues the shuffled data exactly, from the checkpoint's sam
     const auto base = test::temp_run_dir("resume-data");
     const auto straight = run_shuffle(base / "straight", workers, 15);
     const auto first = run_shuffle(base / "first", workers, 7);
-    const auto ckpt = latest(base / "first");
+    const auto ckpt = test::latest_checkpoint(base / "first");
     // The checkpoint holds the data position: 7 batches, in the 2nd epoch (6 batches per epoch).
     nlohmann::json st;
     std::ifstream(ckpt / "trial_state.json") >> st;

@@ -16,6 +16,11 @@ inline std::filesystem::path temp_run_dir(const std::string& name) {
   return dir;
 }
 
+/// The checkpoint `<run>/checkpoints/latest` points to.
+inline std::filesystem::path latest_checkpoint(const std::filesystem::path& run) {
+  return dtl::detail::Checkpointer(run / "checkpoints").resolve("latest");
+}
+
 /// What the trainer did, as seen from the trial and its callbacks.
 struct Record {
   std::int64_t batches = 0;  // batches trained, counted by train_batch

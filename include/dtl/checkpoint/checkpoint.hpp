@@ -48,6 +48,8 @@ struct CheckpointState {
   /// The searcher metric of the validation at this checkpoint's batch, if one ran there; what
   /// keep-best garbage collection ranks checkpoints by.
   std::optional<double> validation_metric;
+  /// The trial seed the checkpoint was trained with (read back on load).
+  std::optional<std::uint64_t> trial_seed;
 };
 
 /// Which checkpoints to keep (Determined's `checkpoint_storage.save_trial_latest` /
@@ -326,6 +328,7 @@ class Checkpointer {
       out.last_ckpt = st.at("last_ckpt").get<std::int64_t>();
       if (!st.at("best_validation").is_null()) out.best_validation = st.at("best_validation").get<double>();
       out.data_position = st.value("data_position", nlohmann::json(nullptr));
+      if (st.contains("trial_seed")) out.trial_seed = st["trial_seed"].get<std::uint64_t>();
       return out;
     } catch (const nlohmann::json::exception& e) {
       throw CheckpointError("dtl: checkpoint " + (dir / "trial_state.json").string() + " is corrupt: " + e.what());
