@@ -94,7 +94,9 @@ int main(int argc, char** argv) {
 
   std::vector<double> save_dtl, save_plain, save_nosync, plain_nosync, load_dtl, load_plain, encode;
   for (int r = 0; r < rounds; ++r) {
-    const auto a = [&] { save_dtl.push_back(seconds_of([&] { dtl::detail::save_pickle_archive(sd, dtl_file, true); })); };
+    const auto a = [&] {
+      save_dtl.push_back(seconds_of([&] { dtl::detail::save_pickle_archive(sd, dtl_file, true); }));
+    };
     const auto b = [&] { save_plain.push_back(seconds_of([&] { plain_write(tensors, plain_file); })); };
     r % 2 ? (b(), a()) : (a(), b());
     const auto c = [&] { load_dtl.push_back(seconds_of([&] { (void)dtl::detail::load_pickle_archive(dtl_file); })); };

@@ -29,7 +29,8 @@ struct Shape {
 
 torch::nn::Sequential make_mlp(const Shape& s) {
   torch::manual_seed(0);
-  return torch::nn::Sequential(torch::nn::Linear(s.in, s.hidden), torch::nn::ReLU(), torch::nn::Linear(s.hidden, s.out));
+  return torch::nn::Sequential(torch::nn::Linear(s.in, s.hidden), torch::nn::ReLU(),
+                               torch::nn::Linear(s.hidden, s.out));
 }
 
 dtl::TensorDataset<2> make_data(const Shape& s, std::int64_t n) {
@@ -40,9 +41,7 @@ dtl::TensorDataset<2> make_data(const Shape& s, std::int64_t n) {
 struct Span : dtl::PyTorchCallback {
   Clock::time_point start, end;
   void on_training_start() override { start = Clock::now(); }
-  void on_training_workload_end(const dtl::MetricsJson&, const dtl::BatchMetrics&) override {
-    end = Clock::now();
-  }
+  void on_training_workload_end(const dtl::MetricsJson&, const dtl::BatchMetrics&) override { end = Clock::now(); }
 };
 
 class BenchTrial : public dtl::PyTorchTrial<BenchTrial> {
@@ -63,9 +62,12 @@ class BenchTrial : public dtl::PyTorchTrial<BenchTrial> {
     ctx_.step_optimizer(opt_);
     // The same device tensor under several names: what is measured is reporting, not computing.
     switch (metrics_) {
-      case 0: return {};
-      case 1: return {{"loss", loss}};
-      default: return {{"loss", loss}, {"m1", loss}, {"m2", loss}, {"m3", loss}, {"m4", loss}};
+      case 0:
+        return {};
+      case 1:
+        return {{"loss", loss}};
+      default:
+        return {{"loss", loss}, {"m1", loss}, {"m2", loss}, {"m3", loss}, {"m4", loss}};
     }
   }
   dtl::Metrics evaluate_batch(Batch& b) {
@@ -140,7 +142,8 @@ int main(int argc, char** argv) {
   at::set_num_threads(1);
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 7;
   std::cout << at::get_parallel_info();
-  const Shape shapes[] = {{"tiny MLP 32-32-2, batch 32", 32, 32, 2, 32}, {"MLP 784-256-10, batch 64", 784, 256, 10, 64}};
+  const Shape shapes[] = {{"tiny MLP 32-32-2, batch 32", 32, 32, 2, 32},
+                          {"MLP 784-256-10, batch 64", 784, 256, 10, 64}};
   std::printf("%-30s %12s %12s %8s\n", "model", "hand us/b", "dtl us/b", "ratio");
   for (const auto& s : shapes) {
     const std::int64_t batches = s.in == 32 ? 4000 : 1000;

@@ -26,12 +26,12 @@ class PyTorchCallback {
  public:
   virtual ~PyTorchCallback() = default;
 
-  virtual void on_trial_startup(std::int64_t /*first_batch_idx*/, const std::optional<std::string>& /*checkpoint_uuid*/) {}
+  virtual void on_trial_startup(std::int64_t /*first_batch_idx*/,
+                                const std::optional<std::string>& /*checkpoint_uuid*/) {}
   virtual void on_training_start() {}
   virtual void on_training_epoch_start(std::int64_t /*epoch_idx*/) {}
   virtual void on_training_epoch_end(std::int64_t /*epoch_idx*/) {}
-  virtual void on_training_workload_end(const MetricsJson& /*avg_metrics*/,
-                                        const BatchMetrics& /*batch_metrics*/) {}
+  virtual void on_training_workload_end(const MetricsJson& /*avg_metrics*/, const BatchMetrics& /*batch_metrics*/) {}
   virtual void on_validation_start() {}
   virtual void on_validation_epoch_start() {}
   virtual void on_validation_epoch_end(const std::vector<Metrics>& /*outputs*/) {}
@@ -68,21 +68,26 @@ consteval bool same_hook() {
   return std::is_same_v<typename member_function_type<T>::type, typename member_function_type<Base>::type>;
 }
 
-#define DTL_CHECK_HOOK(hook, expected)                                                                     \
-  if constexpr (requires { &T::hook; }) {                                                                  \
-    static_assert(same_hook<decltype(&T::hook), decltype(&PyTorchCallback::hook)>(),                      \
-                  "dtl: this callback declares " #hook " with a signature PyTorchCallback does not have, "  \
-                  "so the Trainer would never call it. Declare it as: " expected " override");              \
+#define DTL_CHECK_HOOK(hook, expected)                                                         \
+  if constexpr (requires { &T::hook; }) {                                                      \
+    static_assert(same_hook<decltype(&T::hook), decltype(&PyTorchCallback::hook)>(),           \
+                  "dtl: this callback declares " #hook                                         \
+                  " with a signature PyTorchCallback does not have, "                          \
+                  "so the Trainer would never call it. Declare it as: " expected " override"); \
   }
 
 template <class T>
 consteval bool check_callback_hooks() {
   static_assert(std::is_base_of_v<PyTorchCallback, T>, "dtl: a callback must derive from dtl::PyTorchCallback");
-  DTL_CHECK_HOOK(on_trial_startup, "void on_trial_startup(std::int64_t first_batch_idx, const std::optional<std::string>& checkpoint_uuid)")
+  DTL_CHECK_HOOK(
+      on_trial_startup,
+      "void on_trial_startup(std::int64_t first_batch_idx, const std::optional<std::string>& checkpoint_uuid)")
   DTL_CHECK_HOOK(on_training_start, "void on_training_start()")
   DTL_CHECK_HOOK(on_training_epoch_start, "void on_training_epoch_start(std::int64_t epoch_idx)")
   DTL_CHECK_HOOK(on_training_epoch_end, "void on_training_epoch_end(std::int64_t epoch_idx)")
-  DTL_CHECK_HOOK(on_training_workload_end, "void on_training_workload_end(const dtl::MetricsJson& avg_metrics, const dtl::BatchMetrics& batch_metrics)")
+  DTL_CHECK_HOOK(
+      on_training_workload_end,
+      "void on_training_workload_end(const dtl::MetricsJson& avg_metrics, const dtl::BatchMetrics& batch_metrics)")
   DTL_CHECK_HOOK(on_validation_start, "void on_validation_start()")
   DTL_CHECK_HOOK(on_validation_epoch_start, "void on_validation_epoch_start()")
   DTL_CHECK_HOOK(on_validation_epoch_end, "void on_validation_epoch_end(const std::vector<dtl::Metrics>& outputs)")
@@ -109,14 +114,15 @@ struct NamedCallback {
   std::shared_ptr<PyTorchCallback> callback;
 
   template <class T>
-    requires std::derived_from<T, PyTorchCallback>
-  NamedCallback(std::string n, std::shared_ptr<T> cb) : name(std::move(n)), callback(std::move(cb)) {  // NOLINT
+  requires std::derived_from<T, PyTorchCallback> NamedCallback(std::string n, std::shared_ptr<T> cb)
+      : name(std::move(n)), callback(std::move(cb)) {  // NOLINT
     static_assert(detail::check_callback_hooks<T>());
   }
 };
 
 /// What `build_callbacks()` returns: callbacks by name, in the order their hooks run.
-///   dtl::Callbacks build_callbacks() { return {{"early_stopping", std::make_shared<dtl::callbacks::EarlyStopping>(ctx_)}}; }
+///   dtl::Callbacks build_callbacks() { return {{"early_stopping",
+///   std::make_shared<dtl::callbacks::EarlyStopping>(ctx_)}}; }
 using Callbacks = std::vector<NamedCallback>;
 
 }  // namespace dtl

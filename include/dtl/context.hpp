@@ -39,7 +39,8 @@ struct CheckpointAccess;
 /// Gradient clipping for step_optimizer (Determined's `clip_grads=lambda params: ...`).
 ///   ctx.step_optimizer(opt, dtl::clip_grad_norm(1.0));
 [[nodiscard]] inline auto clip_grad_norm(double max_norm, double norm_type = 2.0) {
-  return [=](const std::vector<torch::Tensor>& params) { torch::nn::utils::clip_grad_norm_(params, max_norm, norm_type); };
+  return
+      [=](const std::vector<torch::Tensor>& params) { torch::nn::utils::clip_grad_norm_(params, max_norm, norm_type); };
 }
 [[nodiscard]] inline auto clip_grad_value(double clip_value) {
   return [=](const std::vector<torch::Tensor>& params) { torch::nn::utils::clip_grad_value_(params, clip_value); };
@@ -82,7 +83,8 @@ class PyTorchTrialContext {
  public:
   explicit PyTorchTrialContext(detail::ContextSetup setup) : s_(std::move(setup)) {
     if (s_.aggregation_frequency < 1)
-      throw ConfigError("dtl: aggregation_frequency must be >= 1 (got " + std::to_string(s_.aggregation_frequency) + ")");
+      throw ConfigError("dtl: aggregation_frequency must be >= 1 (got " + std::to_string(s_.aggregation_frequency) +
+                        ")");
   }
   PyTorchTrialContext(const PyTorchTrialContext&) = delete;
   PyTorchTrialContext& operator=(const PyTorchTrialContext&) = delete;
@@ -108,13 +110,13 @@ class PyTorchTrialContext {
   /// to LR schedulers). `backward_passes_per_step` is accepted for Determined parity; gradient
   /// aggregation across batches is `aggregation_frequency` (dtl::init).
   template <class O>
-    requires std::derived_from<O, torch::optim::Optimizer>
-  std::shared_ptr<O> wrap_optimizer(O optimizer, std::int64_t backward_passes_per_step = 1) {
+  requires std::derived_from<O, torch::optim::Optimizer> std::shared_ptr<O> wrap_optimizer(
+      O optimizer, std::int64_t backward_passes_per_step = 1) {
     return wrap_optimizer(std::make_shared<O>(std::move(optimizer)), backward_passes_per_step);
   }
   template <class O>
-    requires std::derived_from<O, torch::optim::Optimizer>
-  std::shared_ptr<O> wrap_optimizer(std::shared_ptr<O> optimizer, std::int64_t backward_passes_per_step = 1) {
+  requires std::derived_from<O, torch::optim::Optimizer> std::shared_ptr<O> wrap_optimizer(
+      std::shared_ptr<O> optimizer, std::int64_t backward_passes_per_step = 1) {
     if (backward_passes_per_step < 1)
       throw InvalidExperimentException("dtl: wrap_optimizer: backward_passes_per_step must be >= 1");
     OptimizerEntry e{optimizer, {}};
@@ -230,9 +232,7 @@ class PyTorchTrialContext {
                         std::to_string(s_.distributed.size) + ")");
     return gbs / s_.distributed.size;
   }
-  [[nodiscard]] std::int64_t get_global_batch_size() const {
-    return get_per_slot_batch_size() * s_.distributed.size;
-  }
+  [[nodiscard]] std::int64_t get_global_batch_size() const { return get_per_slot_batch_size() * s_.distributed.size; }
 
   [[nodiscard]] std::uint64_t get_trial_seed() const noexcept { return s_.trial_seed; }
   [[nodiscard]] std::int64_t get_initial_batch() const noexcept { return initial_batch_; }
@@ -356,7 +356,8 @@ class PyTorchTrialContext {
           for (auto ep = b / epoch_len_; ep < (b + a) / epoch_len_; ++ep)
             if ((ep + 1) % e.frequency == 0) e.step(e.scheduler.get());
           break;
-        case StepMode::manual: break;
+        case StepMode::manual:
+          break;
       }
     }
   }

@@ -28,7 +28,9 @@ enum class StepMode {
 
 /// Anything with `step()` can be wrapped: dtl::lr schedulers, torch::optim::StepLR, your own.
 template <class S>
-concept LRSchedulerLike = requires(S& s) { s.step(); };
+concept LRSchedulerLike = requires(S& s) {
+  s.step();
+};
 
 namespace lr {
 
@@ -60,7 +62,7 @@ class LRScheduler {
   /// `base_lrs`, `last_epoch`, `verbose`, `_step_count`, `_get_lr_called_within_step`,
   /// `_last_lr`, plus the subclass's settings — so it loads into the Python scheduler.
   [[nodiscard]] virtual nlohmann::json state_dict() const {
-    return {{"base_lrs", base_lrs_},   {"last_epoch", last_epoch_}, {"verbose", false},
+    return {{"base_lrs", base_lrs_},          {"last_epoch", last_epoch_},           {"verbose", false},
             {"_step_count", last_epoch_ + 1}, {"_get_lr_called_within_step", false}, {"_last_lr", last_lr_}};
   }
   virtual void load_state_dict(const nlohmann::json& state) {

@@ -28,7 +28,9 @@ namespace dtl {
 // Small named requirements, so a failure names the missing piece.
 
 template <class R>
-concept HasReset = requires(R& r) { r.reset(); };
+concept HasReset = requires(R& r) {
+  r.reset();
+};
 
 template <class R>
 concept HasPerSlotReduce = requires(R& r) {
@@ -54,8 +56,8 @@ template <class R>
 concept MetricReducer = HasReset<R> && HasPerSlotReduce<R> && HasCrossSlotReduce<R>;
 
 template <class R>
-using reducer_result_t =
-    std::remove_cvref_t<decltype(std::declval<R&>().cross_slot_reduce(std::declval<const std::vector<per_slot_t<R>>&>()))>;
+using reducer_result_t = std::remove_cvref_t<decltype(std::declval<R&>().cross_slot_reduce(
+    std::declval<const std::vector<per_slot_t<R>>&>()))>;
 
 /// Which phases a wrapped reducer reports in (Determined's `for_training` / `for_validation`).
 struct ReducerPhases {
@@ -112,10 +114,12 @@ struct unary_vector_function<Ret (*)(const std::vector<T>&)> {
   using value_type = T;
 };
 template <class F>
-  requires requires { &F::operator(); }
+requires requires { &F::operator(); }
 struct unary_vector_function<F> : unary_vector_function<decltype(&F::operator())> {};
 template <class F>
-concept is_unary_vector_function = requires { typename unary_vector_function<std::decay_t<F>>::value_type; };
+concept is_unary_vector_function = requires {
+  typename unary_vector_function<std::decay_t<F>>::value_type;
+};
 
 template <class T>
 inline constexpr bool is_metric_dict = false;
@@ -130,22 +134,27 @@ inline constexpr bool is_dynamic_json = std::is_same_v<T, nlohmann::json> || std
 template <class R, bool Named>
 consteval bool diagnose_reducer() {
   if constexpr (!HasReset<R>) {
-    static_assert(always_false<R>, "dtl: wrap_reducer: a MetricReducer needs `void reset()` (called at the start of "
-                                   "every training workload and validation)");
+    static_assert(always_false<R>,
+                  "dtl: wrap_reducer: a MetricReducer needs `void reset()` (called at the start of "
+                  "every training workload and validation)");
   } else if constexpr (!HasPerSlotReduce<R>) {
-    static_assert(always_false<R>, "dtl: wrap_reducer: a MetricReducer needs `per_slot_reduce()` returning this "
-                                   "rank's value as a type nlohmann::json can hold (a number, vector, map, ...)");
+    static_assert(always_false<R>,
+                  "dtl: wrap_reducer: a MetricReducer needs `per_slot_reduce()` returning this "
+                  "rank's value as a type nlohmann::json can hold (a number, vector, map, ...)");
   } else if constexpr (!HasCrossSlotReduce<R>) {
-    static_assert(always_false<R>, "dtl: wrap_reducer: a MetricReducer needs `cross_slot_reduce(const "
-                                   "std::vector<PerSlot>&)`, PerSlot being per_slot_reduce()'s type, returning the metric");
+    static_assert(always_false<R>,
+                  "dtl: wrap_reducer: a MetricReducer needs `cross_slot_reduce(const "
+                  "std::vector<PerSlot>&)`, PerSlot being per_slot_reduce()'s type, returning the metric");
   } else if constexpr (Named && is_metric_dict<reducer_result_t<R>>) {
-    static_assert(always_false<R>, "dtl: wrap_reducer: this reducer has a name, so it reports one metric, but its "
-                                   "cross_slot_reduce returns a map of metrics. Drop the name to merge the map into "
-                                   "the metrics, or return a single value.");
+    static_assert(always_false<R>,
+                  "dtl: wrap_reducer: this reducer has a name, so it reports one metric, but its "
+                  "cross_slot_reduce returns a map of metrics. Drop the name to merge the map into "
+                  "the metrics, or return a single value.");
   } else if constexpr (!Named && !is_metric_dict<reducer_result_t<R>> && !is_dynamic_json<reducer_result_t<R>>) {
-    static_assert(always_false<R>, "dtl: wrap_reducer: without a name, cross_slot_reduce must return a map of metric "
-                                   "names to values (std::map<std::string, V>). Give the reducer a name to report "
-                                   "one value: ctx.wrap_reducer(reducer, \"my_metric\").");
+    static_assert(always_false<R>,
+                  "dtl: wrap_reducer: without a name, cross_slot_reduce must return a map of metric "
+                  "names to values (std::map<std::string, V>). Give the reducer a name to report "
+                  "one value: ctx.wrap_reducer(reducer, \"my_metric\").");
   }
   return true;
 }

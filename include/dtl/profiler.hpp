@@ -73,7 +73,8 @@ class ScheduledProfiler {
       guard_.reset();  // ends a warmup
       warmup_.reset();
       std::filesystem::create_directories(s_.trace_dir);
-      const auto path = s_.trace_dir / ("dtl." + std::to_string(::getpid()) + ".batch" + std::to_string(k_) + ".pt.trace.json");
+      const auto path =
+          s_.trace_dir / ("dtl." + std::to_string(::getpid()) + ".batch" + std::to_string(k_) + ".pt.trace.json");
       file_ = path;
       guard_ = std::make_unique<torch::autograd::profiler::RecordProfile>(path.string());
     }

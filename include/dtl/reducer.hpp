@@ -11,10 +11,10 @@
 
 #include <map>
 #include <optional>
-#include <string_view>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -59,10 +59,14 @@ struct SlotValue {
 inline double reduce_per_slot(Reducer r, const torch::Tensor& stacked) {
   auto x = stacked.to(torch::kDouble);
   switch (r) {
-    case Reducer::avg: return x.mean().item<double>();
-    case Reducer::sum: return x.sum().item<double>();
-    case Reducer::max: return x.max().item<double>();
-    case Reducer::min: return x.min().item<double>();
+    case Reducer::avg:
+      return x.mean().item<double>();
+    case Reducer::sum:
+      return x.sum().item<double>();
+    case Reducer::max:
+      return x.max().item<double>();
+    case Reducer::min:
+      return x.min().item<double>();
   }
   throw std::invalid_argument("dtl: unknown Reducer value");
 }
@@ -76,10 +80,18 @@ inline double reduce_cross_slot(Reducer r, std::span<const SlotValue> slots) {
   for (const auto& s : slots) {
     if (s.num_batches == 0) continue;
     switch (r) {
-      case Reducer::avg: acc += s.value * static_cast<double>(s.num_batches); break;
-      case Reducer::sum: acc += s.value; break;
-      case Reducer::max: acc = first ? s.value : std::max(acc, s.value); break;
-      case Reducer::min: acc = first ? s.value : std::min(acc, s.value); break;
+      case Reducer::avg:
+        acc += s.value * static_cast<double>(s.num_batches);
+        break;
+      case Reducer::sum:
+        acc += s.value;
+        break;
+      case Reducer::max:
+        acc = first ? s.value : std::max(acc, s.value);
+        break;
+      case Reducer::min:
+        acc = first ? s.value : std::min(acc, s.value);
+        break;
     }
     total += s.num_batches;
     first = false;
@@ -98,8 +110,8 @@ inline void check_same_keys(const std::vector<std::string>& keys, const Metrics&
     std::string want;
     for (const auto& k : keys) want += (want.empty() ? "" : ", ") + k;
     throw std::invalid_argument(std::string("dtl: ") + phase +
-                                " metrics must have the same names in every batch: the first batch returned {" +
-                                want + "}, a later one {" + got + "}");
+                                " metrics must have the same names in every batch: the first batch returned {" + want +
+                                "}, a later one {" + got + "}");
   }
 }
 
@@ -109,9 +121,14 @@ inline void check_same_keys(const std::vector<std::string>& keys, const Metrics&
 inline bool cpu_scalar_value(const torch::Tensor& t, double& out) {
   if (t.dim() != 0 || !t.device().is_cpu()) return false;
   switch (t.scalar_type()) {
-    case torch::kFloat: out = *t.data_ptr<float>(); return true;
-    case torch::kDouble: out = *t.data_ptr<double>(); return true;
-    default: return false;
+    case torch::kFloat:
+      out = *t.data_ptr<float>();
+      return true;
+    case torch::kDouble:
+      out = *t.data_ptr<double>();
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -215,7 +232,7 @@ class BatchMetrics {
 struct TrainingReport {
   MetricsJson avg_metrics = MetricsJson::object();
   std::vector<std::string_view> column_names;  ///< scalar metrics, in key order
-  std::vector<std::vector<double>> columns;     ///< one value per batch, for each of column_names
+  std::vector<std::vector<double>> columns;    ///< one value per batch, for each of column_names
   BatchMetrics batch_metrics;
 };
 
@@ -302,9 +319,8 @@ inline std::vector<SlotValue> reduce_validation_slot(const MetricCollector& c, c
   if (const auto* map = std::get_if<ReducerMap>(&er); map && map->size() != c.keys().size()) {
     std::string keys;
     for (const auto& [k, v] : *map) keys += (keys.empty() ? "" : ", ") + k;
-    throw std::invalid_argument("dtl: evaluation_reducer() names metrics {" + keys +
-                                "} but evaluate_batch returns " + std::to_string(c.keys().size()) +
-                                " metrics: the keys must match exactly");
+    throw std::invalid_argument("dtl: evaluation_reducer() names metrics {" + keys + "} but evaluate_batch returns " +
+                                std::to_string(c.keys().size()) + " metrics: the keys must match exactly");
   }
   std::vector<SlotValue> out;
   out.reserve(c.keys().size());

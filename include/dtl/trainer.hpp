@@ -43,9 +43,9 @@ enum class CheckpointPolicy {
 /// Arguments of Trainer::fit, with Determined's defaults. Command-line flags (`--max-length`,
 /// `--test-mode`, `--resume`) and the experiment config override them.
 struct FitOptions {
-  std::optional<Length> max_length;          ///< required (here, in the config, or on the command line)
-  std::optional<Length> validation_period;   ///< none: only at the end
-  std::optional<Length> checkpoint_period;   ///< none: only at the end
+  std::optional<Length> max_length;         ///< required (here, in the config, or on the command line)
+  std::optional<Length> validation_period;  ///< none: only at the end
+  std::optional<Length> checkpoint_period;  ///< none: only at the end
   Length reporting_period = Batch{100};
   CheckpointPolicy checkpoint_policy = CheckpointPolicy::best;
   std::optional<std::filesystem::path> latest_checkpoint;
@@ -56,7 +56,7 @@ struct FitOptions {
   /// Keep only this many of the newest checkpoints (plus `save_trial_best` of the best); unset
   /// keeps every checkpoint. The config's `checkpoint_storage.save_trial_latest` sets it too.
   std::optional<std::int64_t> save_trial_latest;
-  std::int64_t save_trial_best = 1;  ///< with save_trial_latest: the best checkpoints kept besides
+  std::int64_t save_trial_best = 1;                 ///< with save_trial_latest: the best checkpoints kept besides
   std::string searcher_metric = "validation_loss";  ///< what `best` compares
   bool smaller_is_better = true;
 };
@@ -87,9 +87,9 @@ class Trainer {
     saved_data_position_ = nullptr;
     last_searcher_metric_.reset();
     const bool chief = ctx_.distributed().is_chief();
-    reporter_.emplace(ctx_.run_dir(), chief,
-                      detail::ReporterOptions{.quiet = opts_.quiet,
-                                              .tensorboard = chief ? &ctx_.get_tensorboard_writer() : nullptr});
+    reporter_.emplace(
+        ctx_.run_dir(), chief,
+        detail::ReporterOptions{.quiet = opts_.quiet, .tensorboard = chief ? &ctx_.get_tensorboard_writer() : nullptr});
     callbacks_ = trial_.build_callbacks();
     // on_trial_shutdown runs in reverse order on every exit, including by exception.
     struct ShutdownGuard {
@@ -129,7 +129,9 @@ class Trainer {
       if (auto k = cfg->save_trial_best()) o.save_trial_best = *k;
       if (cfg->raw.contains("searcher")) o.smaller_is_better = cfg->smaller_is_better();
       if (auto p = cfg->checkpoint_policy())
-        o.checkpoint_policy = *p == "all" ? CheckpointPolicy::all : *p == "none" ? CheckpointPolicy::none : CheckpointPolicy::best;
+        o.checkpoint_policy = *p == "all"    ? CheckpointPolicy::all
+                              : *p == "none" ? CheckpointPolicy::none
+                                             : CheckpointPolicy::best;
     }
     const auto& ov = ctx_.run_overrides();
     if (ov.max_length) o.max_length = to_length(*ov.max_length);
@@ -146,9 +148,12 @@ class Trainer {
   /// Records become batches as in Determined: `max(records // global_batch_size, 1)`.
   [[nodiscard]] Length to_length(const LengthSpec& spec) const {
     switch (spec.unit) {
-      case LengthSpec::Unit::batches: return Batch{spec.value};
-      case LengthSpec::Unit::epochs: return Epoch{spec.value};
-      case LengthSpec::Unit::records: break;
+      case LengthSpec::Unit::batches:
+        return Batch{spec.value};
+      case LengthSpec::Unit::epochs:
+        return Epoch{spec.value};
+      case LengthSpec::Unit::records:
+        break;
     }
     return Batch{std::max<std::int64_t>(spec.value / ctx_.get_global_batch_size(), 1)};
   }
@@ -164,8 +169,9 @@ class Trainer {
       if (auto rpe = cfg->records_per_epoch())
         epoch_len = std::max<std::int64_t>(*rpe / ctx_.get_global_batch_size(), 1);
     if (epoch_len < 1)
-      throw DataError("dtl: the training data loader yields no batch (empty dataset, or drop_last with fewer "
-                      "examples than batch_size): give it at least one full batch");
+      throw DataError(
+          "dtl: the training data loader yields no batch (empty dataset, or drop_last with fewer "
+          "examples than batch_size): give it at least one full batch");
     ctx_.epoch_len_ = epoch_len;
     val_loader_.emplace(trial_.build_validation_data_loader());
 
@@ -174,8 +180,8 @@ class Trainer {
     if (resume_from) load(*resume_from);
     ctx_.initial_batch_ = state_.batches_trained;
 
-    AdaptOptions adapt{.skip = state_.batches_trained, .rank = dist.rank, .world = dist.size,
-                       .seed = ctx_.get_trial_seed()};
+    AdaptOptions adapt{
+        .skip = state_.batches_trained, .rank = dist.rank, .world = dist.size, .seed = ctx_.get_trial_seed()};
     const auto saved_position = resumable_position(train_loader, adapt);
     if (saved_position) adapt.resume = &*saved_position;
     auto stream = detail::adapt_training(train_loader, adapt);
@@ -223,7 +229,9 @@ class Trainer {
           auto batch = ctx_.to_device(std::move(*it));
           const auto t_step = profiling ? Clock::now() : Clock::time_point{};
           records += trial_.get_batch_length(batch);
-          auto train_step = [&] { collector_.add(Metrics(trial_.train_batch(batch, epoch_idx, batch_idx)), "training"); };
+          auto train_step = [&] {
+            collector_.add(Metrics(trial_.train_batch(batch, epoch_idx, batch_idx)), "training");
+          };
           if (ctx_.profiler_) [[unlikely]] {
             ctx_.profiler_->before_batch();
             if (ctx_.profiler_->active()) {
@@ -379,8 +387,9 @@ class Trainer {
         if (opts_.test_mode) break;
       }
       if (val_collector_.batches() == 0)
-        throw DataError("dtl: validation_loader is empty: this rank's shard of build_validation_data_loader() "
-                        "has no batch; give the validation set at least one batch per rank");
+        throw DataError(
+            "dtl: validation_loader is empty: this rank's shard of build_validation_data_loader() "
+            "has no batch; give the validation set at least one batch per rank");
       for (auto& [name, cb] : callbacks_) cb->on_validation_epoch_end(outputs);
       const auto er = trial_.evaluation_reducer();
       auto slots = detail::reduce_validation_slot(val_collector_, er);
@@ -406,7 +415,8 @@ class Trainer {
                                 : std::nullopt;
     phase_.validation += std::chrono::steady_clock::now() - t0;
     const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    reporter_->validation(state_.batches_trained, state_.epochs_trained, metrics, {.batches = batches, .seconds = secs});
+    reporter_->validation(state_.batches_trained, state_.epochs_trained, metrics,
+                          {.batches = batches, .seconds = secs});
     for (auto& [name, cb] : callbacks_) cb->on_validation_end(metrics);
     if (state_.last_ckpt != state_.batches_trained && wants_checkpoint(metrics)) checkpoint();
   }
@@ -415,9 +425,12 @@ class Trainer {
   /// compares with the experiment-wide best, which a local run does not have).
   bool wants_checkpoint(const MetricsJson& metrics) {
     switch (opts_.checkpoint_policy) {
-      case CheckpointPolicy::all: return true;
-      case CheckpointPolicy::none: return false;
-      case CheckpointPolicy::best: break;
+      case CheckpointPolicy::all:
+        return true;
+      case CheckpointPolicy::none:
+        return false;
+      case CheckpointPolicy::best:
+        break;
     }
     const auto it = metrics.find(opts_.searcher_metric);
     if (it == metrics.end() || !it->is_number())
@@ -446,20 +459,23 @@ class Trainer {
     } add_time{phase_.checkpoint, t0};
     state_.last_ckpt = state_.batches_trained;
     if (!ctx_.distributed().is_chief()) return;
-    auto written = checkpointer().save(ctx_, detail::CheckpointState{
-        .batches_trained = state_.batches_trained,
-        .epochs_trained = state_.epochs_trained,
-        .last_val = state_.last_val,
-        .last_ckpt = state_.last_ckpt,
-        .best_validation = state_.best_validation,
-        .data_position = data_position_ ? data_position_() : nlohmann::json(nullptr),
-        .validation_metric = state_.last_val == state_.batches_trained ? last_searcher_metric_ : std::nullopt},
+    auto written = checkpointer().save(
+        ctx_,
+        detail::CheckpointState{
+            .batches_trained = state_.batches_trained,
+            .epochs_trained = state_.epochs_trained,
+            .last_val = state_.last_val,
+            .last_ckpt = state_.last_ckpt,
+            .best_validation = state_.best_validation,
+            .data_position = data_position_ ? data_position_() : nlohmann::json(nullptr),
+            .validation_metric = state_.last_val == state_.batches_trained ? last_searcher_metric_ : std::nullopt},
         callbacks_);
     for (auto& [name, cb] : callbacks_) cb->on_checkpoint_write_end(written.dir);
     reporter_->note("checkpoint " + written.uuid + " at batch " + std::to_string(state_.batches_trained));
     for (auto& [name, cb] : callbacks_) cb->on_checkpoint_upload_end(written.uuid);
-    checkpointer().collect_garbage(
-        {.latest = opts_.save_trial_latest, .best = opts_.save_trial_best, .smaller_is_better = opts_.smaller_is_better});
+    checkpointer().collect_garbage({.latest = opts_.save_trial_latest,
+                                    .best = opts_.save_trial_best,
+                                    .smaller_is_better = opts_.smaller_is_better});
   }
 
   void load(const std::filesystem::path& dir) {
@@ -493,15 +509,18 @@ class Trainer {
   std::optional<samplers::sampler_state> resumable_position(const L& loader, const AdaptOptions& a) {
     if (state_.batches_trained == 0) return std::nullopt;
     if constexpr (RawLoader<L>) {
-      reporter_->warn("dataset reproducibility checks are disabled: the training data starts from its beginning "
-                      "again (batch " + std::to_string(state_.batches_trained) + " of the run)");
+      reporter_->warn(
+          "dataset reproducibility checks are disabled: the training data starts from its beginning "
+          "again (batch " +
+          std::to_string(state_.batches_trained) + " of the run)");
       return std::nullopt;
     } else {
       const auto& saved = saved_data_position_;
       if (saved.is_null() || !saved.contains("sampler")) return std::nullopt;
       if (saved.value("loader", std::string{}) != loader.describe(a)) {
-        reporter_->warn("the training data loader differs from the checkpoint's (" + saved.value("loader", std::string{}) +
-                        " vs " + loader.describe(a) + "): skipping " + std::to_string(a.skip) + " batches instead");
+        reporter_->warn("the training data loader differs from the checkpoint's (" +
+                        saved.value("loader", std::string{}) + " vs " + loader.describe(a) + "): skipping " +
+                        std::to_string(a.skip) + " batches instead");
         return std::nullopt;
       }
       auto st = saved.at("sampler").template get<samplers::sampler_state>();

@@ -77,46 +77,53 @@ concept DisablesDatasetReproducibilityChecks = requires {
 /// The trial's loaders are ones dtl can repeat, shard and skip reproducibly, or it opted out.
 template <class T>
 concept ReproducibleLoaders = DisablesDatasetReproducibilityChecks<T> ||
-                              (AdaptableLoader<std::remove_cvref_t<detail::training_loader_t<T>>> &&
-                               AdaptableLoader<std::remove_cvref_t<detail::validation_loader_t<T>>>);
+    (AdaptableLoader<std::remove_cvref_t<detail::training_loader_t<T>>>&&
+         AdaptableLoader<std::remove_cvref_t<detail::validation_loader_t<T>>>);
 
 template <class T>
-concept HasTrainingDataLoader = requires(T& t) { t.build_training_data_loader(); } &&
-                                DataLoaderLike<detail::training_loader_t<T>>;
+concept HasTrainingDataLoader = requires(T& t) {
+  t.build_training_data_loader();
+}
+&&DataLoaderLike<detail::training_loader_t<T>>;
 
 template <class T>
-concept HasValidationDataLoader = requires(T& t) { t.build_validation_data_loader(); } &&
-                                  DataLoaderLike<detail::validation_loader_t<T>>;
+concept HasValidationDataLoader = requires(T& t) {
+  t.build_validation_data_loader();
+}
+&&DataLoaderLike<detail::validation_loader_t<T>>;
 
 template <class T>
 concept HasTrainBatch = HasTrainingDataLoader<T> &&
     requires(T& t, detail::loader_batch_t<detail::training_loader_t<T>>& b, std::int64_t i) {
-      t.train_batch(b, i, i);
-    };
+  t.train_batch(b, i, i);
+};
 
 template <class T>
 concept TrainBatchReturnsMetrics = HasTrainBatch<T> &&
     requires(T& t, detail::loader_batch_t<detail::training_loader_t<T>>& b, std::int64_t i) {
-      { t.train_batch(b, i, i) } -> std::convertible_to<Metrics>;
-    };
+  { t.train_batch(b, i, i) } -> std::convertible_to<Metrics>;
+};
 
 template <class T>
 concept HasEvaluateBatchWithIndex = HasValidationDataLoader<T> &&
     requires(T& t, detail::loader_batch_t<detail::validation_loader_t<T>>& b, std::int64_t i) {
-      t.evaluate_batch(b, i);
-    };
+  t.evaluate_batch(b, i);
+};
 
 template <class T>
 concept HasEvaluateBatchWithoutIndex = HasValidationDataLoader<T> &&
-    requires(T& t, detail::loader_batch_t<detail::validation_loader_t<T>>& b) { t.evaluate_batch(b); };
+    requires(T& t, detail::loader_batch_t<detail::validation_loader_t<T>>& b) {
+  t.evaluate_batch(b);
+};
 
 /// Determined lets evaluate_batch omit batch_idx.
 template <class T>
 concept HasEvaluateBatch = HasEvaluateBatchWithIndex<T> || HasEvaluateBatchWithoutIndex<T>;
 
 template <class T>
-concept HasEvaluateFullDataset = HasValidationDataLoader<T> &&
-    requires(T& t, detail::validation_loader_t<T>& loader) { t.evaluate_full_dataset(loader); };
+concept HasEvaluateFullDataset = HasValidationDataLoader<T> && requires(T& t, detail::validation_loader_t<T>& loader) {
+  t.evaluate_full_dataset(loader);
+};
 
 namespace detail {
 template <class T>
@@ -129,21 +136,20 @@ decltype(auto) call_evaluate_batch(T& t, loader_batch_t<validation_loader_t<T>>&
 }  // namespace detail
 
 template <class T>
-concept EvaluateReturnsMetrics =
-    (HasEvaluateBatch<T> &&
-     requires(T& t, detail::loader_batch_t<detail::validation_loader_t<T>>& b, std::int64_t i) {
-       { detail::call_evaluate_batch(t, b, i) } -> std::convertible_to<Metrics>;
-     }) ||
-    (HasEvaluateFullDataset<T> && requires(T& t, detail::validation_loader_t<T>& loader) {
-      { t.evaluate_full_dataset(loader) } -> std::convertible_to<Metrics>;
-    });
+concept EvaluateReturnsMetrics = (HasEvaluateBatch<T> &&
+                                  requires(T & t, detail::loader_batch_t<detail::validation_loader_t<T>>& b,
+                                           std::int64_t i) {
+                                    { detail::call_evaluate_batch(t, b, i) } -> std::convertible_to<Metrics>;
+                                  }) ||
+                                 (HasEvaluateFullDataset<T> && requires(T & t, detail::validation_loader_t<T>& loader) {
+                                   { t.evaluate_full_dataset(loader) } -> std::convertible_to<Metrics>;
+                                 });
 
 /// A complete trial: what `dtl::Trainer` accepts.
 template <class T>
 concept Trial = DerivesPyTorchTrial<T> && HasTrainingDataLoader<T> && HasValidationDataLoader<T> &&
-                ReproducibleLoaders<T> &&
-                TrainBatchReturnsMetrics<T> && (HasEvaluateBatch<T> != HasEvaluateFullDataset<T>) &&
-                EvaluateReturnsMetrics<T>;
+    ReproducibleLoaders<T> && TrainBatchReturnsMetrics<T> &&
+    (HasEvaluateBatch<T> != HasEvaluateFullDataset<T>)&&EvaluateReturnsMetrics<T>;
 
 namespace detail {
 

@@ -52,13 +52,13 @@ class ScriptedTrial : public dtl::PyTorchTrial<ScriptedTrial> {
     model_ = ctx.wrap_model(torch::nn::Linear(1, 1));
     other_ = ctx.wrap_model(torch::nn::Linear(torch::nn::LinearOptions(1, 1).bias(false)));
     std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(std::vector<torch::Tensor>{model_->weight},
-                        std::make_unique<torch::optim::SGDOptions>(o_.lr));
+    groups.emplace_back(std::vector<torch::Tensor>{model_->weight}, std::make_unique<torch::optim::SGDOptions>(o_.lr));
     groups.emplace_back(std::vector<torch::Tensor>{model_->bias},
                         std::make_unique<torch::optim::SGDOptions>(o_.lr / 10));
     opt0 = ctx.wrap_optimizer(torch::optim::SGD(std::move(groups), torch::optim::SGDOptions(o_.lr)));
     opt1 = ctx.wrap_optimizer(torch::optim::SGD(other_->parameters(), 0.01));
-    if (o_.step_lr_gamma) ctx.wrap_lr_scheduler(dtl::lr::StepLR(opt0, 1, *o_.step_lr_gamma), dtl::StepMode::every_epoch);
+    if (o_.step_lr_gamma)
+      ctx.wrap_lr_scheduler(dtl::lr::StepLR(opt0, 1, *o_.step_lr_gamma), dtl::StepMode::every_epoch);
   }
 
   auto build_training_data_loader() { return dtl::DataLoader(ones(o_.train_size), {.batch_size = 4}); }
@@ -129,9 +129,9 @@ using test_support::test_file;
 
 // ---- ReduceLROnPlateau cases ----------------------------------------------------------------
 
-const std::vector<double> plateau_metrics = {1.0,  0.9,  0.9,  0.95, 0.9,  0.89995, 0.91, 0.8,  0.8,  0.8,
-                                             0.8,  0.8,  0.8,  0.81, 0.7999, 0.79,  0.85, 0.85, 0.85, 0.85,
-                                             0.85, 0.85, 0.85, 0.85, 0.85,   0.85,  0.85, 0.85, 0.85, 0.85};
+const std::vector<double> plateau_metrics = {1.0,  0.9,  0.9,  0.95, 0.9,    0.89995, 0.91, 0.8,  0.8,  0.8,
+                                             0.8,  0.8,  0.8,  0.81, 0.7999, 0.79,    0.85, 0.85, 0.85, 0.85,
+                                             0.85, 0.85, 0.85, 0.85, 0.85,   0.85,    0.85, 0.85, 0.85, 0.85};
 
 /// A case in Python's terms: the groups' initial lrs and ReduceLROnPlateau's keyword arguments.
 struct PlateauCase {
@@ -146,10 +146,19 @@ const std::vector<PlateauCase>& plateau_cases() {
       {"patience 2", {0.1}, {{"patience", 2}}},
       {"max, abs threshold, cooldown",
        {0.1},
-       {{"mode", "max"}, {"factor", 0.5}, {"patience", 1}, {"threshold", 0.01}, {"threshold_mode", "abs"}, {"cooldown", 2}}},
+       {{"mode", "max"},
+        {"factor", 0.5},
+        {"patience", 1},
+        {"threshold", 0.01},
+        {"threshold_mode", "abs"},
+        {"cooldown", 2}}},
       {"per-group floors, cooldown",
        {0.1, 0.01},
-       {{"factor", 0.5}, {"patience", 0}, {"cooldown", 1}, {"threshold", 0.05}, {"threshold_mode", "abs"},
+       {{"factor", 0.5},
+        {"patience", 0},
+        {"cooldown", 1},
+        {"threshold", 0.05},
+        {"threshold_mode", "abs"},
         {"min_lr", {0.02, 0.001}}}},
       {"scalar floor and eps", {0.1, 0.01}, {{"factor", 0.3}, {"patience", 1}, {"min_lr", 0.009}, {"eps", 0.0015}}},
       {"max, rel threshold", {1.0}, {{"mode", "max"}, {"threshold", 0.1}, {"patience", 3}, {"factor", 0.7}}},
@@ -164,7 +173,8 @@ dtl::lr::ReduceLROnPlateauOptions options_from(const json& kw) {
   if (kw.contains("factor")) o.factor = kw["factor"];
   if (kw.contains("patience")) o.patience = kw["patience"];
   if (kw.contains("threshold")) o.threshold = kw["threshold"];
-  if (kw.contains("threshold_mode")) o.threshold_mode = dtl::lr::parse_threshold_mode(kw["threshold_mode"].get<std::string>());
+  if (kw.contains("threshold_mode"))
+    o.threshold_mode = dtl::lr::parse_threshold_mode(kw["threshold_mode"].get<std::string>());
   if (kw.contains("cooldown")) o.cooldown = kw["cooldown"];
   if (kw.contains("min_lr"))
     o.min_lr = kw["min_lr"].is_array() ? dtl::lr::MinLR(kw["min_lr"].get<std::vector<double>>())
@@ -208,27 +218,73 @@ PlateauRun run_python(const PlateauCase& c, const std::vector<double>& metrics) 
 }
 
 /// Recorded from torch 1.13 (python3-torch) with plateau_metrics: group 0's lr after each step.
-const std::vector<double> recorded_patience_2 = {
-    0.1, 0.1, 0.1, 0.1, 0.010000000000000002, 0.010000000000000002, 0.010000000000000002, 0.010000000000000002,
-    0.010000000000000002, 0.010000000000000002, 0.0010000000000000002, 0.0010000000000000002, 0.0010000000000000002,
-    0.00010000000000000003, 0.00010000000000000003, 0.00010000000000000003, 0.00010000000000000003,
-    0.00010000000000000003, 1.0000000000000004e-05, 1.0000000000000004e-05, 1.0000000000000004e-05,
-    1.0000000000000004e-06, 1.0000000000000004e-06, 1.0000000000000004e-06, 1.0000000000000005e-07,
-    1.0000000000000005e-07, 1.0000000000000005e-07, 1.0000000000000005e-08, 1.0000000000000005e-08,
-    1.0000000000000005e-08};
-const std::vector<double> recorded_max_rel = {
-    1.0, 1.0, 1.0, 1.0, 0.7, 0.7, 0.7, 0.7, 0.48999999999999994, 0.48999999999999994, 0.48999999999999994,
-    0.48999999999999994, 0.3429999999999999, 0.3429999999999999, 0.3429999999999999, 0.3429999999999999,
-    0.24009999999999992, 0.24009999999999992, 0.24009999999999992, 0.24009999999999992, 0.16806999999999994,
-    0.16806999999999994, 0.16806999999999994, 0.16806999999999994, 0.11764899999999995, 0.11764899999999995,
-    0.11764899999999995, 0.11764899999999995, 0.08235429999999996, 0.08235429999999996};
+const std::vector<double> recorded_patience_2 = {0.1,
+                                                 0.1,
+                                                 0.1,
+                                                 0.1,
+                                                 0.010000000000000002,
+                                                 0.010000000000000002,
+                                                 0.010000000000000002,
+                                                 0.010000000000000002,
+                                                 0.010000000000000002,
+                                                 0.010000000000000002,
+                                                 0.0010000000000000002,
+                                                 0.0010000000000000002,
+                                                 0.0010000000000000002,
+                                                 0.00010000000000000003,
+                                                 0.00010000000000000003,
+                                                 0.00010000000000000003,
+                                                 0.00010000000000000003,
+                                                 0.00010000000000000003,
+                                                 1.0000000000000004e-05,
+                                                 1.0000000000000004e-05,
+                                                 1.0000000000000004e-05,
+                                                 1.0000000000000004e-06,
+                                                 1.0000000000000004e-06,
+                                                 1.0000000000000004e-06,
+                                                 1.0000000000000005e-07,
+                                                 1.0000000000000005e-07,
+                                                 1.0000000000000005e-07,
+                                                 1.0000000000000005e-08,
+                                                 1.0000000000000005e-08,
+                                                 1.0000000000000005e-08};
+const std::vector<double> recorded_max_rel = {1.0,
+                                              1.0,
+                                              1.0,
+                                              1.0,
+                                              0.7,
+                                              0.7,
+                                              0.7,
+                                              0.7,
+                                              0.48999999999999994,
+                                              0.48999999999999994,
+                                              0.48999999999999994,
+                                              0.48999999999999994,
+                                              0.3429999999999999,
+                                              0.3429999999999999,
+                                              0.3429999999999999,
+                                              0.3429999999999999,
+                                              0.24009999999999992,
+                                              0.24009999999999992,
+                                              0.24009999999999992,
+                                              0.24009999999999992,
+                                              0.16806999999999994,
+                                              0.16806999999999994,
+                                              0.16806999999999994,
+                                              0.16806999999999994,
+                                              0.11764899999999995,
+                                              0.11764899999999995,
+                                              0.11764899999999995,
+                                              0.11764899999999995,
+                                              0.08235429999999996,
+                                              0.08235429999999996};
 /// "per-group floors, cooldown": both groups.
 const std::vector<std::vector<double>> recorded_floors = {
-    {0.1, 0.01},   {0.1, 0.01},   {0.05, 0.005}, {0.05, 0.005}, {0.025, 0.0025}, {0.025, 0.0025},
-    {0.02, 0.00125}, {0.02, 0.00125}, {0.02, 0.001}, {0.02, 0.001}, {0.02, 0.001}, {0.02, 0.001},
-    {0.02, 0.001}, {0.02, 0.001},  {0.02, 0.001},  {0.02, 0.001},  {0.02, 0.001},  {0.02, 0.001},
-    {0.02, 0.001}, {0.02, 0.001},  {0.02, 0.001},  {0.02, 0.001},  {0.02, 0.001},  {0.02, 0.001},
-    {0.02, 0.001}, {0.02, 0.001},  {0.02, 0.001},  {0.02, 0.001},  {0.02, 0.001},  {0.02, 0.001}};
+    {0.1, 0.01},     {0.1, 0.01},     {0.05, 0.005}, {0.05, 0.005}, {0.025, 0.0025}, {0.025, 0.0025},
+    {0.02, 0.00125}, {0.02, 0.00125}, {0.02, 0.001}, {0.02, 0.001}, {0.02, 0.001},   {0.02, 0.001},
+    {0.02, 0.001},   {0.02, 0.001},   {0.02, 0.001}, {0.02, 0.001}, {0.02, 0.001},   {0.02, 0.001},
+    {0.02, 0.001},   {0.02, 0.001},   {0.02, 0.001}, {0.02, 0.001}, {0.02, 0.001},   {0.02, 0.001},
+    {0.02, 0.001},   {0.02, 0.001},   {0.02, 0.001}, {0.02, 0.001}, {0.02, 0.001},   {0.02, 0.001}};
 
 const PlateauCase& plateau_case(const std::string& name) {
   for (const auto& c : plateau_cases())
@@ -329,8 +385,8 @@ TEST_CASE("ReduceLROnPlateau: state_dict before a step, round trip, and errors")
                          std::invalid_argument);
     CHECK_THROWS_WITH_AS(ok.load_state_dict({{"threshold_mode", "relative"}}), doctest::Contains("\"rel\" or \"abs\""),
                          std::invalid_argument);
-    CHECK_THROWS_WITH_AS(ok.load_state_dict({{"min_lrs", {0.1}}}), doctest::Contains("1 min_lrs but the optimizer has 2"),
-                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(ok.load_state_dict({{"min_lrs", {0.1}}}),
+                         doctest::Contains("1 min_lrs but the optimizer has 2"), std::invalid_argument);
     CHECK_THROWS_WITH_AS(ok.load_state_dict({{"best", "lots"}}), doctest::Contains("'best'"), std::invalid_argument);
   }
 }
@@ -344,8 +400,10 @@ TEST_CASE("ReduceLROnPlateauEveryValidation: steps after each validation of a re
                                                                                     options_from(c.kwargs));
   auto seen = std::make_shared<LrAfterValidation>(trial.opt0);
   trial.callbacks = {{"reduce_lr", plateau}, {"lrs", seen}};
-  dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{24}, .validation_period = dtl::Batch{2},
-                                .checkpoint_policy = dtl::CheckpointPolicy::none});
+  dtl::Trainer(trial, ctx)
+      .fit({.max_length = dtl::Batch{24},
+            .validation_period = dtl::Batch{2},
+            .checkpoint_policy = dtl::CheckpointPolicy::none});
   CHECK(rec.validations == Steps{2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24});
   const auto standalone = run_dtl(c, std::vector<double>(plateau_metrics.begin(), plateau_metrics.begin() + 12));
   CHECK(seen->seen == standalone.lrs);
@@ -373,9 +431,10 @@ TEST_CASE("ReduceLROnPlateauEveryValidation: a missing or non-numeric metric nam
 
   dtl::MetricsJson vec = dtl::MetricsJson::object();
   vec["val_accuracy"] = {0.5, 0.7};  // what evaluate_full_dataset can report
-  CHECK_THROWS_WITH_AS(cb.on_validation_end(vec),
-                       doctest::Contains("monitors 'val_accuracy', but validation reported it as [0.5,0.7], not a number"),
-                       dtl::InvalidExperimentException);
+  CHECK_THROWS_WITH_AS(
+      cb.on_validation_end(vec),
+      doctest::Contains("monitors 'val_accuracy', but validation reported it as [0.5,0.7], not a number"),
+      dtl::InvalidExperimentException);
 
   // Through the Trainer: the exception ends fit.
   test::Record rec;
@@ -400,7 +459,8 @@ TEST_CASE("EarlyStopping: stops the Trainer after patience validations without i
   auto es = std::make_shared<dtl::callbacks::EarlyStopping>(ctx, dtl::callbacks::EarlyStopping::Options{.patience = 3});
   trial.callbacks = {{"early_stopping", es}};
   dtl::Trainer trainer(trial, ctx);
-  trainer.fit({.max_length = dtl::Batch{100}, .validation_period = dtl::Batch{5},
+  trainer.fit({.max_length = dtl::Batch{100},
+               .validation_period = dtl::Batch{5},
                .checkpoint_policy = dtl::CheckpointPolicy::none});
   CHECK(rec.batches == 25);
   CHECK(rec.validations == Steps{5, 10, 15, 20, 25});
@@ -426,15 +486,19 @@ TEST_CASE("EarlyStopping: a resumed run keeps the wait count") {
     ScriptedTrial trial(ctx, rec, {.losses = {1.0, 1.1, 1.2}});
     auto es = std::make_shared<dtl::callbacks::EarlyStopping>(ctx);
     trial.callbacks = {{"early_stopping", es}};
-    dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{15}, .validation_period = dtl::Batch{5},
-                                  .checkpoint_policy = dtl::CheckpointPolicy::none});
+    dtl::Trainer(trial, ctx)
+        .fit({.max_length = dtl::Batch{15},
+              .validation_period = dtl::Batch{5},
+              .checkpoint_policy = dtl::CheckpointPolicy::none});
     REQUIRE(rec.checkpoints == Steps{15});
     CHECK_FALSE(es->stopped());
     CHECK(es->wait_count() == 2);
     saved = es->state_dict().dump();
   }
-  CHECK(json::parse(saved) ==
-        json{{"monitor", "validation_loss"}, {"mode", "min"}, {"best_score", 1.0}, {"wait_count", 2}, {"stopped", false}});
+  CHECK(
+      json::parse(saved) ==
+      json{
+          {"monitor", "validation_loss"}, {"mode", "min"}, {"best_score", 1.0}, {"wait_count", 2}, {"stopped", false}});
   const auto checkpoint = dtl::detail::Checkpointer(opts.run_dir.value() / "checkpoints").resolve("latest");
 
   // The checkpoint holds the callback's state under its build_callbacks() name.
@@ -449,8 +513,11 @@ TEST_CASE("EarlyStopping: a resumed run keeps the wait count") {
   ScriptedTrial trial(ctx, rec, {.losses = {1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7}, .first_loss = 3});
   auto es = std::make_shared<dtl::callbacks::EarlyStopping>(ctx);
   trial.callbacks = {{"early_stopping", es}};
-  dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{100}, .validation_period = dtl::Batch{5},
-                                .checkpoint_policy = dtl::CheckpointPolicy::none, .latest_checkpoint = checkpoint});
+  dtl::Trainer(trial, ctx)
+      .fit({.max_length = dtl::Batch{100},
+            .validation_period = dtl::Batch{5},
+            .checkpoint_policy = dtl::CheckpointPolicy::none,
+            .latest_checkpoint = checkpoint});
   CHECK(rec.validations == Steps{20});
   CHECK(es->stopped());
   CHECK(es->best_score() == 1.0);
@@ -479,7 +546,8 @@ TEST_CASE("EarlyStopping: Lightning's rules, one validation at a time") {
     ctx.set_stop_requested(false);
   }
   SUBCASE("max mode") {
-    dtl::callbacks::EarlyStopping es(ctx, Options{.monitor = "accuracy", .mode = dtl::callbacks::Mode::max, .patience = 2});
+    dtl::callbacks::EarlyStopping es(ctx,
+                                     Options{.monitor = "accuracy", .mode = dtl::callbacks::Mode::max, .patience = 2});
     CHECK(es.best_score() == -std::numeric_limits<double>::infinity());
     feed(es, {0.5, 0.6, 0.55, 0.7, 0.7});
     CHECK(es.best_score() == 0.7);
@@ -574,12 +642,14 @@ TEST_CASE("LearningRateMonitor: history follows a StepLR schedule, and TensorBoa
   test::Record rec;
   auto ctx = dtl::init(test::init_options("lr-monitor"));
   // 32 examples, batch 4: epoch_len 8. StepLR(gamma 0.5) on opt0 every epoch; opt1 constant.
-  ScriptedTrial trial(ctx, rec, {.losses = std::vector<double>(8, 1.0), .train_size = 32, .lr = 0.1,
-                                 .step_lr_gamma = 0.5});
+  ScriptedTrial trial(ctx, rec,
+                      {.losses = std::vector<double>(8, 1.0), .train_size = 32, .lr = 0.1, .step_lr_gamma = 0.5});
   auto monitor = std::make_shared<dtl::callbacks::LearningRateMonitor>(ctx);
   trial.callbacks = {{"lr_monitor", monitor}};
-  dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{24}, .reporting_period = dtl::Batch{4},
-                                .checkpoint_policy = dtl::CheckpointPolicy::none});
+  dtl::Trainer(trial, ctx)
+      .fit({.max_length = dtl::Batch{24},
+            .reporting_period = dtl::Batch{4},
+            .checkpoint_policy = dtl::CheckpointPolicy::none});
   REQUIRE(rec.workloads == Steps{4, 8, 12, 16, 20, 24});
 
   std::vector<dtl::callbacks::LearningRateRecord> want;
@@ -659,7 +729,9 @@ class DocsTrial : public dtl::PyTorchTrial<DocsTrial> {
   dtl::Metrics evaluate_batch(std::tuple<torch::Tensor, torch::Tensor>&) { return {{"validation_loss", 1.0}}; }
 
  private:
-  static dtl::TensorDataset<2> ones(std::int64_t n) { return dtl::TensorDataset(torch::ones({n, 1}), torch::ones({n, 1})); }
+  static dtl::TensorDataset<2> ones(std::int64_t n) {
+    return dtl::TensorDataset(torch::ones({n, 1}), torch::ones({n, 1}));
+  }
   dtl::PyTorchTrialContext& ctx_;
   torch::nn::Linear model_{nullptr};
   std::shared_ptr<torch::optim::SGD> opt_;
@@ -670,7 +742,8 @@ TEST_CASE("docs/callbacks.md: the three callbacks together") {
   DocsTrial trial(ctx);
   dtl::Trainer trainer(trial, ctx);
   // A constant validation loss: the lr halves after 3 validations, and patience 5 stops at 6.
-  trainer.fit({.max_length = dtl::Batch{100}, .validation_period = dtl::Batch{1},
+  trainer.fit({.max_length = dtl::Batch{100},
+               .validation_period = dtl::Batch{1},
                .checkpoint_policy = dtl::CheckpointPolicy::none});
   CHECK(trainer.state().batches_trained == 6);
   CHECK(ctx.optimizers()[0]->param_groups()[0].options().get_lr() == 0.05);

@@ -25,7 +25,8 @@ class InteropTrial : public dtl::PyTorchTrial<InteropTrial> {
     torch::manual_seed(0);
     a_ = ctx.wrap_model(make_net());
     b_ = ctx.wrap_model(make_net());
-    sgd_ = ctx.wrap_optimizer(torch::optim::SGD(a_->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9).weight_decay(1e-3)));
+    sgd_ = ctx.wrap_optimizer(
+        torch::optim::SGD(a_->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9).weight_decay(1e-3)));
     adam_ = ctx.wrap_optimizer(torch::optim::Adam(b_->parameters(), torch::optim::AdamOptions(0.01).amsgrad(true)));
     ctx.wrap_lr_scheduler(dtl::lr::StepLR(sgd_, 2, 0.5), dtl::StepMode::STEP_EVERY_BATCH);
   }
@@ -121,8 +122,8 @@ TEST_CASE("interop: a dtl checkpoint loads in Python (weights_only) and takes th
   std::ofstream(script) << kScript;
   const auto out = ctx.run_dir() / "python_next_step.pt";
   const auto log = ctx.run_dir() / "python.log";
-  const std::string cmd = test_support::python() + " '" + script.string() + "' '" + (ckpt / "state_dict.pth").string() + "' '" +
-                          out.string() + "' >'" + log.string() + "' 2>&1";
+  const std::string cmd = test_support::python() + " '" + script.string() + "' '" + (ckpt / "state_dict.pth").string() +
+                          "' '" + out.string() + "' >'" + log.string() + "' 2>&1";
   const int rc = std::system(cmd.c_str());
   std::stringstream py_log;
   py_log << std::ifstream(log).rdbuf();
@@ -156,10 +157,14 @@ TEST_CASE("interop: Python's torch.save(model.state_dict()) warm-starts a dtl mo
   const auto dir = test::temp_run_dir("warm-start");
   std::filesystem::create_directories(dir);
   const auto file = dir / "weights.pt";
-  const std::string cmd = test_support::python() + " -c \"import torch, torch.nn as nn; torch.manual_seed(4); "
+  const std::string cmd = test_support::python() +
+                          " -c \"import torch, torch.nn as nn; torch.manual_seed(4); "
                           "m = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)); "
-                          "torch.save(m.state_dict(), '" + file.string() + "'); "
-                          "print(float(m[0].weight[1, 2]), float(m[2].bias[1]))\" > '" + (dir / "v.txt").string() + "'";
+                          "torch.save(m.state_dict(), '" +
+                          file.string() +
+                          "'); "
+                          "print(float(m[0].weight[1, 2]), float(m[2].bias[1]))\" > '" +
+                          (dir / "v.txt").string() + "'";
   REQUIRE(std::system(cmd.c_str()) == 0);
   double w12 = 0, b1 = 0;
   std::ifstream(dir / "v.txt") >> w12 >> b1;
@@ -175,8 +180,9 @@ TEST_CASE("interop: Python's torch.save(model.state_dict()) warm-starts a dtl mo
   CHECK(torch::equal(before, other[0]->as<torch::nn::Linear>()->weight));
   // dtl writes the same kind of file back, and Python reads it with weights_only=True.
   dtl::save_state_dict(*net, dir / "back.pt");
-  const std::string back = test_support::python() + " -c \"import torch; sd = torch.load('" + (dir / "back.pt").string() +
-                           "', weights_only=True); assert list(sd) == ['0.weight', '0.bias', '2.weight', '2.bias'], list(sd)\"";
+  const std::string back =
+      test_support::python() + " -c \"import torch; sd = torch.load('" + (dir / "back.pt").string() +
+      "', weights_only=True); assert list(sd) == ['0.weight', '0.bias', '2.weight', '2.bias'], list(sd)\"";
   CHECK(std::system(back.c_str()) == 0);
   std::filesystem::remove_all(dir);
 }

@@ -93,7 +93,9 @@ Value plain_value() {
                               {"et", Value::tuple()},
                               {"ed", Value::dict()}})},
       {"text", "h\xc3\xa9llo \xe2\x9c\x93"},
-      {"bytes", pk::Bytes{std::string("\x00\xff" "ab", 4)}},
+      {"bytes", pk::Bytes{std::string("\x00\xff"
+                                      "ab",
+                                      4)}},
       {"b2", pk::Bytes{"\x80"}},
   });
 }
@@ -112,7 +114,8 @@ Value plain_value() {
 constexpr std::string_view kTorchHex =
     "80027d71002858050000006d6f64656c710163636f6c6c656374696f6e730a4f726465726564446963740a71022952710328580100000061"
     "710463746f7263682e5f7574696c730a5f72656275696c645f74656e736f725f76320a71052828580700000073746f72616765710663746f"
-    "7263680a466c6f617453746f726167650a7107580100000030710858030000006370757109""4b0674710a514b004b024b0386710b4b034b01"
+    "7263680a466c6f617453746f726167650a7107580100000030710858030000006370757109"
+    "4b0674710a514b004b024b0386710b4b034b01"
     "86710c8968022952710d74710e52710f5802000000617471106805282868066807680868094b06747111514b004b034b028671124b014b03"
     "867113896802295271147471155271165803000000726f7771176805282868066807680868094b06747118514b034b038571194b0185711a"
     "8968022952711b74711c52711d580100000067711e6805282868066807580100000031711f68094b02747120514b004b028571214b018571"
@@ -237,7 +240,11 @@ TEST_CASE("pickle: reads what LibTorch's torch::pickle_save writes") {
       {"tensors", Value::list({tensor("1", "LongStorage", 1, 0, {1}, {1})})},
   });
   CHECK(v == expected);
-  CHECK(contains(error_of([] { (void)pk::load("\x80\x02" "ctorch.jit._pickle\nbuild_intlist\nK\x01\x85R."sv); }),
+  CHECK(contains(error_of([] {
+                   (void)pk::load(
+                       "\x80\x02"
+                       "ctorch.jit._pickle\nbuild_intlist\nK\x01\x85R."sv);
+                 }),
                  "only accepted with one list"));
 }
 
@@ -246,7 +253,7 @@ TEST_CASE("pickle: round trips every kind of value") {
   for (int i = 0; i < 2500; ++i) many.emplace_back(i);  // > 1000: several APPENDS batches, LONG_BINPUT
   std::vector<std::pair<Value, Value>> pairs, odd;
   for (int i = 0; i < 1000; ++i) pairs.emplace_back("k" + std::to_string(i), i);  // exactly one full batch
-  for (int i = 0; i < 1001; ++i) odd.emplace_back(i, "v" + std::to_string(i));   // int keys, batch of one
+  for (int i = 0; i < 1001; ++i) odd.emplace_back(i, "v" + std::to_string(i));    // int keys, batch of one
   const Value shared = Value::list({1, 2});
   Value attrs = Value::ordered_dict({{"x", 1}});
   attrs.as_dict().attributes.emplace_back("_metadata", Value::ordered_dict({{"", Value::dict({{"version", 2}})}}));
@@ -303,40 +310,86 @@ TEST_CASE("pickle: refuses globals outside the allow-list without executing anyt
   CHECK(contains(e, "refusing the global 'os.system'"));
   CHECK(contains(e, "without ever executing code"));
   CHECK(contains(e, "byte 0 (GLOBAL)"));
-  e = error_of([] { (void)pk::load("\x80\x02" "cbuiltins\neval\nX\x04\x00\x00\x00" "1+1\x85R."sv); });
+  e = error_of([] {
+    (void)pk::load(
+        "\x80\x02"
+        "cbuiltins\neval\nX\x04\x00\x00\x00"
+        "1+1\x85R."sv);
+  });
   CHECK(contains(e, "'builtins.eval'"));
-  e = error_of([] { (void)pk::load("\x80\x02" "c__builtin__\neval\n)R."sv); });
+  e = error_of([] {
+    (void)pk::load(
+        "\x80\x02"
+        "c__builtin__\neval\n)R."sv);
+  });
   CHECK(contains(e, "'builtins.eval'"));
   // STACK_GLOBAL (protocol 4) resolves through the same allow-list.
-  e = error_of([] { (void)pk::load("\x80\x04\x8c\x08" "builtins\x8c\x04" "eval\x93)R."sv); });
+  e = error_of([] {
+    (void)pk::load(
+        "\x80\x04\x8c\x08"
+        "builtins\x8c\x04"
+        "eval\x93)R."sv);
+  });
   CHECK(contains(e, "'builtins.eval'"));
   e = error_of([] { (void)pk::load("\x80\x04\x8c\x05posix\x8c\x06system\x93."sv); });
   CHECK(contains(e, "'posix.system'"));
   // torch names outside the list are refused too.
-  e = error_of([] { (void)pk::load("\x80\x02" "ctorch\nload\n."sv); });
+  e = error_of([] {
+    (void)pk::load(
+        "\x80\x02"
+        "ctorch\nload\n."sv);
+  });
   CHECK(contains(e, "'torch.load'"));
-  e = error_of([] { (void)pk::load("\x80\x02" "ctorch\nEvilStorage\n."sv); });
+  e = error_of([] {
+    (void)pk::load(
+        "\x80\x02"
+        "ctorch\nEvilStorage\n."sv);
+  });
   CHECK(contains(e, "'torch.EvilStorage'"));
   // REDUCE/NEWOBJ/BUILD only on what they are allowed for.
-  e = error_of([] { (void)pk::load("\x80\x02" "ctorch\nFloatStorage\n)R."sv); });
+  e = error_of([] {
+    (void)pk::load(
+        "\x80\x02"
+        "ctorch\nFloatStorage\n)R."sv);
+  });
   CHECK(contains(e, "calling torch.FloatStorage is not supported"));
   e = error_of([] { (void)pk::load("\x80\x02])R."sv); });
   CHECK(contains(e, "REDUCE calls a list, which is not an allowed callable"));
-  e = error_of([] { (void)pk::load("\x80\x02" "ccollections\nOrderedDict\nK\x01\x85R."sv); });
+  e = error_of([] {
+    (void)pk::load(
+        "\x80\x02"
+        "ccollections\nOrderedDict\nK\x01\x85R."sv);
+  });
   CHECK(contains(e, "only accepted with no arguments"));
-  e = error_of([] { (void)pk::load("\x80\x02" "ctorch._utils\n_rebuild_tensor_v2\n)\x81."sv); });
+  e = error_of([] {
+    (void)pk::load(
+        "\x80\x02"
+        "ctorch._utils\n_rebuild_tensor_v2\n)\x81."sv);
+  });
   CHECK(contains(e, "NEWOBJ may only create a collections.OrderedDict"));
   e = error_of([] { (void)pk::load("\x80\x02]}b."sv); });
   CHECK(contains(e, "BUILD may only set an OrderedDict's attributes"));
-  e = error_of([] { (void)pk::load("\x80\x02" "c_codecs\nencode\nX\x01\x00\x00\x00xX\x05\x00\x00\x00utf-8\x86R."sv); });
+  e = error_of([] {
+    (void)pk::load(
+        "\x80\x02"
+        "c_codecs\nencode\nX\x01\x00\x00\x00xX\x05\x00\x00\x00utf-8\x86R."sv);
+  });
   CHECK(contains(e, "encode(str, 'latin1')"));
   e = error_of([] { (void)pk::load("\x80\x02(ios\nsystem\n."sv); });
   CHECK(contains(e, "refusing to create an object"));
   // A global never becomes data.
-  e = error_of([] { (void)pk::load("\x80\x02" "ccollections\nOrderedDict\n."sv); });
+  e = error_of([] {
+    (void)pk::load(
+        "\x80\x02"
+        "ccollections\nOrderedDict\n."sv);
+  });
   CHECK(contains(e, "the global collections.OrderedDict cannot be used as data"));
   // Only storage persistent ids.
-  e = error_of([] { (void)pk::load("\x80\x02X\x04\x00\x00\x00" "evil\x85Q."sv); });
+  e = error_of([] {
+    (void)pk::load(
+        "\x80\x02X\x04\x00\x00\x00"
+        "evil\x85Q."sv);
+  });
   CHECK(contains(e, "persistent ids are supported"));
 }
 
@@ -353,29 +406,49 @@ TEST_CASE("pickle: malformed input throws CheckpointError naming the offset") {
       {"\x80\x02\x95\xff\xff\xff\xff\xff\xff\xff\xff"s, "frame is longer"},
       {"\x80\x02\xff"s, "unknown opcode 0xff"},
       {"\x80\x09N."s, "pickle protocol 9"},
-      {"\x80\x02N" "a."s, "stack is empty"},
+      {"\x80\x02N"
+       "a."s,
+       "stack is empty"},
       {"\x80\x02h\x05."s, "memo entry 5 was never stored"},
       {"\x80\x02}(K\x01u."s, "odd number"},
       {"\x80\x02N(."s, "stack is empty"},  // STOP right after a MARK: nothing above it
-      {"\x80\x02" "e."s, "no MARK"},
-      {"\x80\x02]q\x00h\x00" "a."s, "contains itself"},
-      {"\x80\x02}]N\x86" "K\x01s."s, "unhashable"},
+      {"\x80\x02"
+       "e."s,
+       "no MARK"},
+      {"\x80\x02]q\x00h\x00"
+       "a."s,
+       "contains itself"},
+      {"\x80\x02}]N\x86"
+       "K\x01s."s,
+       "unhashable"},
       {std::string("\x80\x02\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x01.", 14), "64 bits"},
       {"\x80\x02X\x02\x00\x00\x00\xc3\x28."s, "not valid UTF-8"},
       {"\x80\x02I1\n."s, "text (protocol 0)"},
       {"\x80\x02\x8f."s, "sets"},
-      {"\x80\x02" "cos"s, "no terminating newline"},
-      {"\x80\x02(X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x01\x00\x00\x00" "0X\x03\x00\x00\x00" "cpuK\x02tQ."s,
+      {"\x80\x02"
+       "cos"s,
+       "no terminating newline"},
+      {"\x80\x02(X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x01\x00\x00\x00"
+       "0X\x03\x00\x00\x00"
+       "cpuK\x02tQ."s,
        "a bare storage cannot be used as data"},
       // A 2x3 view of a storage of 2 elements.
-      {"\x80\x02" "ctorch._utils\n_rebuild_tensor_v2\n((X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x01\x00\x00\x00"
-       "0X\x03\x00\x00\x00" "cpuK\x02tQK\x00K\x02K\x03\x86K\x03K\x01\x86\x89}tR."s,
+      {"\x80\x02"
+       "ctorch._utils\n_rebuild_tensor_v2\n((X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x01\x00\x00\x00"
+       "0X\x03\x00\x00\x00"
+       "cpuK\x02tQK\x00K\x02K\x03\x86K\x03K\x01\x86\x89}tR."s,
        "needs 6 elements but its storage '0' holds 2"},
-      {"\x80\x02" "ctorch._utils\n_rebuild_tensor_v2\n((X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x01\x00\x00\x00"
-       "0X\x03\x00\x00\x00" "cpuK\x02tQK\x00K\x02\x85K\x01K\x01\x86\x89}tR."s,
+      {"\x80\x02"
+       "ctorch._utils\n_rebuild_tensor_v2\n((X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x01\x00\x00\x00"
+       "0X\x03\x00\x00\x00"
+       "cpuK\x02tQK\x00K\x02\x85K\x01K\x01\x86\x89}tR."s,
        "1 sizes but 2 strides"},
-      {"\x80\x02]((X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x01\x00\x00\x00" "0X\x03\x00\x00\x00" "cpuK\x02tQ"
-       "(X\x07\x00\x00\x00storagectorch\nLongStorage\nX\x01\x00\x00\x00" "0X\x03\x00\x00\x00" "cpuK\x02tQ."s,
+      {"\x80\x02]((X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x01\x00\x00\x00"
+       "0X\x03\x00\x00\x00"
+       "cpuK\x02tQ"
+       "(X\x07\x00\x00\x00storagectorch\nLongStorage\nX\x01\x00\x00\x00"
+       "0X\x03\x00\x00\x00"
+       "cpuK\x02tQ."s,
        "declared twice"},
   };
   for (const auto& c : cases) {
@@ -386,7 +459,8 @@ TEST_CASE("pickle: malformed input throws CheckpointError naming the offset") {
   }
   // Nesting: 1000 levels load, 1001 do not (and the 1001-deep garbage is freed without recursing).
   const auto nested = [](int depth) {
-    return "\x80\x02" + std::string(static_cast<std::size_t>(depth), ']') + std::string(static_cast<std::size_t>(depth - 1), 'a') + ".";
+    return "\x80\x02" + std::string(static_cast<std::size_t>(depth), ']') +
+           std::string(static_cast<std::size_t>(depth - 1), 'a') + ".";
   };
   CHECK_NOTHROW((void)pk::load(nested(1000)));
   CHECK(contains(error_of([&] { (void)pk::load(nested(1001)); }), "deeper than 1000"));
@@ -395,7 +469,8 @@ TEST_CASE("pickle: malformed input throws CheckpointError naming the offset") {
   // Garbage the result does not reach (deep, cyclic) is freed too, without recursing or leaking.
   const std::string deep_garbage = nested(200000);
   CHECK(pk::load(deep_garbage.substr(0, deep_garbage.size() - 1) + "N.") == Value());
-  CHECK(pk::load("\x80\x02]q\x00h\x00" "a0N."sv) == Value());
+  CHECK(pk::load("\x80\x02]q\x00h\x00"
+                 "a0N."sv) == Value());
   CHECK_NOTHROW((void)pk::load(nested(50), {.max_depth = 50}));
   CHECK_THROWS_AS((void)pk::load(nested(51), {.max_depth = 50}), dtl::CheckpointError);
   // Memo bombs: 2^40 references to one list stay shared (cheap); copies of a large string are
@@ -417,9 +492,9 @@ TEST_CASE("pickle: malformed input throws CheckpointError naming the offset") {
 }
 
 TEST_CASE("pickle: fuzzing valid pickles only ever yields values or CheckpointError") {
-  const std::vector<std::string> seeds = {unhex(kPlainHex),      unhex(kTorchHex),      unhex(kStateDictHex),
-                                          unhex(kParameterHex),  unhex(kProtocol4Hex), unhex(kLibTorchHex),
-                                          pk::dump(Value::list({1, 2.5}))};
+  const std::vector<std::string> seeds = {
+      unhex(kPlainHex),     unhex(kTorchHex),    unhex(kStateDictHex),           unhex(kParameterHex),
+      unhex(kProtocol4Hex), unhex(kLibTorchHex), pk::dump(Value::list({1, 2.5}))};
   std::mt19937_64 rng(20240613);  // fixed: every run mutates the same way
   const auto below = [&](std::size_t n) { return n == 0 ? std::size_t{0} : static_cast<std::size_t>(rng() % n); };
   int loaded = 0, refused = 0;

@@ -68,13 +68,14 @@ dtl::InitOptions options(const std::filesystem::path& dir, std::uint64_t seed = 
   return o;
 }
 
-
 }  // namespace
 
 TEST_CASE("T7: 100 batches, checkpoint, resume to 200 == 200 straight: metrics and weights identical") {
   const auto base = test::temp_run_dir("t7");
-  const dtl::FitOptions fit{.max_length = dtl::Batch{200}, .validation_period = dtl::Batch{50},
-                            .reporting_period = dtl::Batch{25}, .quiet = true};
+  const dtl::FitOptions fit{.max_length = dtl::Batch{200},
+                            .validation_period = dtl::Batch{50},
+                            .reporting_period = dtl::Batch{25},
+                            .quiet = true};
   torch::Tensor straight_w, resumed_w;
   {
     auto ctx = dtl::init(options(base / "B"));
@@ -107,8 +108,10 @@ TEST_CASE("T7: 100 batches, checkpoint, resume to 200 == 200 straight: metrics a
 
 TEST_CASE("T8: the RNG state resumes: a different seed after resume changes nothing") {
   const auto base = test::temp_run_dir("t8");
-  const dtl::FitOptions fit{.max_length = dtl::Batch{5}, .validation_period = dtl::Batch{1},
-                            .checkpoint_period = dtl::Batch{1}, .quiet = true};
+  const dtl::FitOptions fit{.max_length = dtl::Batch{5},
+                            .validation_period = dtl::Batch{1},
+                            .checkpoint_period = dtl::Batch{1},
+                            .quiet = true};
   std::filesystem::path first_checkpoint;
   {
     auto ctx = dtl::init(options(base / "original"));
@@ -143,9 +146,12 @@ TEST_CASE("T16: checkpoint_policy best checkpoints on a strictly better searcher
     auto ctx = dtl::init(options(dir));
     ResumeTrial trial(ctx, std::move(losses));
     test::Record rec;
-    dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{20}, .validation_period = dtl::Batch{5},
-                                  .checkpoint_policy = dtl::CheckpointPolicy::best, .quiet = true,
-                                  .smaller_is_better = smaller_is_better});
+    dtl::Trainer(trial, ctx)
+        .fit({.max_length = dtl::Batch{20},
+              .validation_period = dtl::Batch{5},
+              .checkpoint_policy = dtl::CheckpointPolicy::best,
+              .quiet = true,
+              .smaller_is_better = smaller_is_better});
     std::vector<std::int64_t> steps;
     for (const auto& e : std::filesystem::directory_iterator(dir / "checkpoints")) {
       if (!e.is_directory()) continue;
@@ -161,9 +167,9 @@ TEST_CASE("T16: checkpoint_policy best checkpoints on a strictly better searcher
   // The first validation is always better than the initial +inf (or -inf); then only strict
   // improvements; the final checkpoint at 20 happens anyway unless the last validation made one.
   CHECK(run({3.0, 2.0, 2.5, 2.5}, true) == V{5, 10, 20});
-  CHECK(run({3.0, 2.0, 2.5, 1.0}, true) == V{5, 10, 20});   // at 20 by the policy, not twice
+  CHECK(run({3.0, 2.0, 2.5, 1.0}, true) == V{5, 10, 20});  // at 20 by the policy, not twice
   CHECK(run({1.0, 2.0, 1.5, 3.0}, false) == V{5, 10, 20});
-  CHECK(run({1.0, 1.0, 0.5, 0.9}, false) == V{5, 20});      // equal is not better
+  CHECK(run({1.0, 1.0, 0.5, 0.9}, false) == V{5, 20});  // equal is not better
 }
 
 TEST_CASE("T17: a checkpoint's files and keys") {

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -15,7 +16,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 
 namespace dtl_torch_save_test {
 
@@ -29,8 +29,8 @@ struct Scratch {
   fs::path dir;
   Scratch() {
     static std::atomic<int> counter{0};
-    dir = fs::temp_directory_path() /
-          ("dtl-torch-save-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    dir =
+        fs::temp_directory_path() / ("dtl-torch-save-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     fs::remove_all(dir);
     fs::create_directories(dir);
   }
@@ -52,8 +52,8 @@ int run_python(const Scratch& s, const std::string& script, const std::string& a
   std::ofstream(py) << script;
   // -I: ignore PYTHONPATH and user site-packages; cd to the scratch dir so that no torch/
   // directory near the working directory shadows the installed package.
-  const std::string cmd = "cd '" + s.dir.string() + "' && " + test_support::python() + " -I '" + py.string() + "' " + args + " > '" +
-                          out.string() + "' 2>&1";
+  const std::string cmd = "cd '" + s.dir.string() + "' && " + test_support::python() + " -I '" + py.string() + "' " +
+                          args + " > '" + out.string() + "' 2>&1";
   const int rc = std::system(cmd.c_str());
   std::ifstream in(out);
   std::stringstream ss;
@@ -96,7 +96,8 @@ at::Tensor ramp(at::ScalarType dtype, std::vector<std::int64_t> shape) {
 }
 
 // Writes a file by hand: data.pkl from `pkl`, plus the given records.
-void write_archive(const fs::path& file, const std::string& pkl, const std::vector<std::pair<std::string, std::string>>& records) {
+void write_archive(const fs::path& file, const std::string& pkl,
+                   const std::vector<std::pair<std::string, std::string>>& records) {
   caffe2::serialize::PyTorchStreamWriter w(file.string());
   w.writeRecord("data.pkl", pkl.data(), pkl.size());
   for (const auto& [name, bytes] : records) w.writeRecord(name, bytes.data(), bytes.size());
@@ -109,8 +110,8 @@ void write_archive(const fs::path& file, const std::string& pkl, const std::vect
 TEST_CASE("torch_save: C++ round trip of nested values, every dtype, shared storages and views") {
   Scratch s;
   auto tensors = str_dict();
-  for (const auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kLong, at::kInt, at::kShort, at::kChar,
-                           at::kByte, at::kBool, at::kComplexFloat, at::kComplexDouble})
+  for (const auto dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kLong, at::kInt, at::kShort,
+                           at::kChar, at::kByte, at::kBool, at::kComplexFloat, at::kComplexDouble})
     tensors.insert(c10::toString(dtype), ramp(dtype, {2, 3}));
   const auto base = ramp(at::kFloat, {3, 4});
   const auto big = torch::arange(100, torch::kLong);
@@ -275,7 +276,8 @@ TEST_CASE("torch_save: errors name the file and the problem") {
   e = error_of([&] { save_pickle_archive(root, s / "no" / "such" / "dir.pth"); });
   CHECK(contains(e, "cannot create"));
   CHECK(contains(e, "dir.pth"));
-  CHECK(contains(error_of([&] { save_pickle_archive(IValue(c10::Device("cpu")), s / "x.pth"); }), "has no torch.save form"));
+  CHECK(contains(error_of([&] { save_pickle_archive(IValue(c10::Device("cpu")), s / "x.pth"); }),
+                 "has no torch.save form"));
   CHECK_FALSE(fs::exists(s / "x.pth"));
   auto two = str_dict();
   const auto f = torch::zeros({4});
@@ -300,7 +302,8 @@ TEST_CASE("torch_save: Python's torch.load(weights_only=True) reads dtl's files"
   auto state = int_dict();
   for (int i = 0; i < 2; ++i) {
     auto slot = str_dict();
-    slot.insert("momentum_buffer", torch::full(i == 0 ? std::vector<std::int64_t>{2, 3} : std::vector<std::int64_t>{2}, 0.25 * (i + 1)));
+    slot.insert("momentum_buffer",
+                torch::full(i == 0 ? std::vector<std::int64_t>{2, 3} : std::vector<std::int64_t>{2}, 0.25 * (i + 1)));
     state.insert(i, slot);
   }
   auto params = any_list();
@@ -456,7 +459,8 @@ assert f[0] == 0.1 and f[1] == -2.5e-300 and math.isinf(f[2])
 print("OK", how)
 )py";
   std::string out;
-  const int rc = run_python(s, script, "'" + (s / "no_floats.pth").string() + "' '" + (s / "full.pth").string() + "'", out);
+  const int rc =
+      run_python(s, script, "'" + (s / "no_floats.pth").string() + "' '" + (s / "full.pth").string() + "'", out);
   INFO("python said:\n" << out);
   CHECK(rc == 0);
   CHECK(contains(out, "OK"));
@@ -528,9 +532,9 @@ print("written")
   std::ifstream(s / "expected.json") >> expected;
 
   const std::map<std::string, at::ScalarType> dtypes{
-      {"torch.float32", at::kFloat}, {"torch.float64", at::kDouble}, {"torch.float16", at::kHalf},
-      {"torch.bfloat16", at::kBFloat16}, {"torch.int64", at::kLong}, {"torch.int32", at::kInt},
-      {"torch.int8", at::kChar}, {"torch.uint8", at::kByte}, {"torch.bool", at::kBool}};
+      {"torch.float32", at::kFloat},     {"torch.float64", at::kDouble}, {"torch.float16", at::kHalf},
+      {"torch.bfloat16", at::kBFloat16}, {"torch.int64", at::kLong},     {"torch.int32", at::kInt},
+      {"torch.int8", at::kChar},         {"torch.uint8", at::kByte},     {"torch.bool", at::kBool}};
   const auto check_tensor = [&](const std::string& name, const at::Tensor& t, const nlohmann::json& e) {
     CAPTURE(name);
     CHECK((t.scalar_type() == dtypes.at(e["dtype"].get<std::string>())));
@@ -561,7 +565,8 @@ print("written")
   const auto y = seq->forward(torch::arange(8, torch::kFloat).reshape({2, 4}) / 10).to(torch::kDouble).flatten();
   const auto ey = expected["y"].get<std::vector<double>>();
   REQUIRE(static_cast<std::size_t>(y.numel()) == ey.size());
-  for (std::size_t i = 0; i < ey.size(); ++i) CHECK(y[static_cast<std::int64_t>(i)].item<double>() == doctest::Approx(ey[i]).epsilon(1e-6));
+  for (std::size_t i = 0; i < ey.size(); ++i)
+    CHECK(y[static_cast<std::int64_t>(i)].item<double>() == doctest::Approx(ey[i]).epsilon(1e-6));
 
   const auto m = load_pickle_archive(s / "mixed.pth").toGenericDict();
   for (const auto& [name, e] : expected["mixed"].items()) check_tensor(name, m.at(name).toTensor(), e);
@@ -576,7 +581,9 @@ print("written")
   CHECK(tup[0].toInt() == 1);
   CHECK(tup[1].toStringRef() == "two");
   CHECK(tup[2].toDouble() == 3.5);
-  CHECK(m.at("bytes").toStringRef() == std::string("\x00\xff" "ab", 4));
+  CHECK(m.at("bytes").toStringRef() == std::string("\x00\xff"
+                                                   "ab",
+                                                   4));
   CHECK(m.at("empty_bytes").toStringRef().empty());
   const auto nested = m.at("nested").toGenericDict().at("a").toListRef();
   CHECK(nested[1].toListRef()[1].toListRef()[0].toInt() == 3);
@@ -593,7 +600,9 @@ print("written")
   const auto state = opt.at("state").toGenericDict();
   CHECK(state.keyType()->kind() == c10::TypeKind::IntType);
   for (const auto& [idx, e] : expected["momentum"].items())
-    check_tensor("momentum " + idx, state.at(static_cast<std::int64_t>(std::stoll(idx))).toGenericDict().at("momentum_buffer").toTensor(), e);
+    check_tensor("momentum " + idx,
+                 state.at(static_cast<std::int64_t>(std::stoll(idx))).toGenericDict().at("momentum_buffer").toTensor(),
+                 e);
   const auto group = opt.at("param_groups").toListRef()[0].toGenericDict();
   CHECK(group.at("lr").toDouble() == 0.1);
   CHECK(group.at("momentum").toDouble() == 0.9);

@@ -23,7 +23,9 @@ TEST_CASE("context: hyperparameters, batch sizes and errors that name the proble
 }
 
 TEST_CASE("context: auto_zero_grads=false with aggregation is refused; unknown optimizers too") {
-  auto ctx = dtl::init({.hparams = {{"global_batch_size", 4}}, .aggregation_frequency = 2, .seed = 1,
+  auto ctx = dtl::init({.hparams = {{"global_batch_size", 4}},
+                        .aggregation_frequency = 2,
+                        .seed = 1,
                         .run_dir = test::temp_run_dir("ctx2")});
   auto lin = ctx.wrap_model(torch::nn::Linear(1, 1));
   auto opt = ctx.wrap_optimizer(torch::optim::SGD(lin->parameters(), 0.1));
@@ -52,7 +54,8 @@ TEST_CASE("fit: the experiment config overrides code, the command line overrides
                                        "min_validation_period: {batches: 4}\n";
   }
   auto run = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"prog", "--config", (dir / "exp.yaml").string(), "--run-dir", (dir / "run").string()};
+    std::vector<std::string> args = {"prog", "--config", (dir / "exp.yaml").string(), "--run-dir",
+                                     (dir / "run").string()};
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<const char*> argv;
     for (auto& a : args) argv.push_back(a.c_str());

@@ -67,8 +67,9 @@ TEST_CASE("workers give the same batches in the same order as the training threa
         CAPTURE(shuffle);
         CAPTURE(workers);
         CAPTURE(prefetch);
-        dtl::DataLoader parallel(CountingDataset{.n = 23}, {.batch_size = 3, .shuffle = shuffle, .num_workers = workers,
-                                                            .prefetch_factor = prefetch, .seed = 5});
+        dtl::DataLoader parallel(
+            CountingDataset{.n = 23},
+            {.batch_size = 3, .shuffle = shuffle, .num_workers = workers, .prefetch_factor = prefetch, .seed = 5});
         auto p = parallel.stream();
         CHECK(drain(p) == pass);
         auto t = parallel.adapt_training({.skip = 2, .rank = 1, .world = 3, .seed = 9});
@@ -149,9 +150,7 @@ TEST_CASE("a stream with workers destroyed mid-epoch stops them and returns prom
     auto it = s.begin();
     for (int k = 0; k < round; ++k, ++it) static_cast<void>(*it);
   }
-  {
-    auto never_begun = loader.stream();
-  }
+  { auto never_begun = loader.stream(); }
   // Each stream loaded at most what it consumed plus its 8 slots ahead.
   CHECK(data.calls->load() <= 5 * (45 + 10 * 8));
 }
@@ -285,7 +284,6 @@ ShuffleRun run_shuffle(const std::filesystem::path& dir, std::int64_t workers, s
   r.weight = trial.weight();
   return r;
 }
-
 
 }  // namespace
 

@@ -10,7 +10,9 @@ class MyTrial : public dtl::PyTorchTrial<MyTrial> {
     model_ = ctx.wrap_model(torch::nn::Linear(10, 2));
     opt_ = ctx.wrap_optimizer(torch::optim::SGD(model_->parameters(), ctx.get_hparam<double>("lr")));
   }
-  auto build_training_data_loader()   { return dtl::DataLoader(data_, {.batch_size = ctx_.get_per_slot_batch_size(), .shuffle = true}); }
+  auto build_training_data_loader() {
+    return dtl::DataLoader(data_, {.batch_size = ctx_.get_per_slot_batch_size(), .shuffle = true});
+  }
   auto build_validation_data_loader() { return dtl::DataLoader(data_, {.batch_size = ctx_.get_per_slot_batch_size()}); }
 
   dtl::Metrics train_batch(Batch& batch, std::int64_t /*epoch_idx*/, std::int64_t /*batch_idx*/) {
@@ -18,7 +20,7 @@ class MyTrial : public dtl::PyTorchTrial<MyTrial> {
     auto loss = torch::cross_entropy_loss(model_(x), y);
     ctx_.backward(loss);
     ctx_.step_optimizer(opt_, dtl::clip_grad_norm(1.0));
-    return {{"loss", loss}};            // or just `return loss;`
+    return {{"loss", loss}};  // or just `return loss;`
   }
   dtl::Metrics evaluate_batch(Batch& batch) {
     auto& [x, y] = batch;
@@ -34,8 +36,8 @@ class MyTrial : public dtl::PyTorchTrial<MyTrial> {
 }  // namespace docs
 
 TEST_CASE("the getting-started trial builds and trains 5 epochs of 8 batches") {
-  auto ctx = dtl::init({.hparams = {{"lr", 0.1}, {"global_batch_size", 32}}, .seed = 5,
-                        .run_dir = test::temp_run_dir("docs")});
+  auto ctx = dtl::init(
+      {.hparams = {{"lr", 0.1}, {"global_batch_size", 32}}, .seed = 5, .run_dir = test::temp_run_dir("docs")});
   docs::MyTrial trial(ctx);
 
   dtl::Trainer trainer(trial, ctx);

@@ -16,7 +16,9 @@ struct WeightedSum {
   void reset() { sum = 0; }
   void update(double label_sum, std::int64_t idx) { sum += label_sum * static_cast<double>(idx); }
   double per_slot_reduce() const { return sum; }
-  double cross_slot_reduce(const std::vector<double>& slots) const { return std::accumulate(slots.begin(), slots.end(), 0.0); }
+  double cross_slot_reduce(const std::vector<double>& slots) const {
+    return std::accumulate(slots.begin(), slots.end(), 0.0);
+  }
 };
 
 // The same as a function of the flat list of (label_sum, idx) pairs.
@@ -59,7 +61,9 @@ class ReducerTrial : public dtl::PyTorchTrial<ReducerTrial> {
   }
 
  private:
-  static dtl::TensorDataset<2> ones(std::int64_t n) { return dtl::TensorDataset(torch::ones({n, 1}), torch::ones({n, 1})); }
+  static dtl::TensorDataset<2> ones(std::int64_t n) {
+    return dtl::TensorDataset(torch::ones({n, 1}), torch::ones({n, 1}));
+  }
   void feed(Batch& b, std::int64_t idx) {
     const double label_sum = std::get<1>(b).sum().item<double>();
     by_class_->update(label_sum, idx);
@@ -127,7 +131,9 @@ TEST_CASE("T11: a function reducer sees every rank's values in data order (1, 3,
     for (std::int64_t r = 0; r < world; ++r) {
       ranks.push_back(std::make_shared<Reducer>(concat));
       auto stream = loader.adapt_evaluation({.rank = r, .world = world});
-      for (auto& [y] : stream) ranks.back()->update(std::vector<std::int64_t>(y.data_ptr<std::int64_t>(), y.data_ptr<std::int64_t>() + y.numel()));
+      for (auto& [y] : stream)
+        ranks.back()->update(
+            std::vector<std::int64_t>(y.data_ptr<std::int64_t>(), y.data_ptr<std::int64_t>() + y.numel()));
       dtl::detail::WrappedReducer::OpsFor<Reducer> ops(ranks.back());
       gathered.push_back(ops.per_slot());  // what crosses ranks: JSON
     }
@@ -144,8 +150,11 @@ TEST_CASE("wrap_reducer: naming rules checked at run time when the result type i
   auto ctx = dtl::init(test::init_options("reducer-rules"));
   auto named_dict = ctx.wrap_reducer([](const std::vector<double>&) { return nlohmann::json{{"a", 1}}; }, "named");
   std::vector<dtl::detail::WrappedReducer> one;
-  one.push_back({std::make_unique<dtl::detail::WrappedReducer::OpsFor<std::remove_cvref_t<decltype(*named_dict)>>>(named_dict),
-                 named_dict.get(), "named", {}});
+  one.push_back(
+      {std::make_unique<dtl::detail::WrappedReducer::OpsFor<std::remove_cvref_t<decltype(*named_dict)>>>(named_dict),
+       named_dict.get(),
+       "named",
+       {}});
   dtl::MetricsJson m = dtl::MetricsJson::object();
   auto gather = [](nlohmann::json mine) { return std::vector<nlohmann::json>{std::move(mine)}; };
   CHECK_THROWS_WITH_AS(dtl::detail::report_reducers(one, true, m, gather),
@@ -156,7 +165,9 @@ TEST_CASE("wrap_reducer: naming rules checked at run time when the result type i
   one.clear();
   one.push_back({std::make_unique<dtl::detail::WrappedReducer::OpsFor<std::remove_cvref_t<decltype(*unnamed_scalar)>>>(
                      unnamed_scalar),
-                 unnamed_scalar.get(), std::nullopt, {}});
+                 unnamed_scalar.get(),
+                 std::nullopt,
+                 {}});
   CHECK_THROWS_AS(dtl::detail::report_reducers(one, true, m, gather), dtl::InvalidExperimentException);
   auto shared = std::make_shared<WeightedSum>();
   ctx.wrap_reducer(shared, "x");

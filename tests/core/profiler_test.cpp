@@ -9,10 +9,10 @@ using dtl::detail::ProfilerAction;
 TEST_CASE("profiler schedule: skip_first, then wait / warmup / active cycles, repeat times") {
   const dtl::ProfilerSchedule s{.wait = 1, .warmup = 1, .active = 2, .repeat = 2, .skip_first = 1};
   using A = ProfilerAction;
-  const std::vector<A> expected = {A::none,                                   // skip_first
+  const std::vector<A> expected = {A::none,                                            // skip_first
                                    A::none, A::warmup, A::record, A::record_and_save,  // cycle 0
                                    A::none, A::warmup, A::record, A::record_and_save,  // cycle 1
-                                   A::none, A::none,   A::none};                        // repeat reached
+                                   A::none, A::none,   A::none};                       // repeat reached
   for (std::size_t k = 0; k < expected.size(); ++k) {
     CAPTURE(k);
     CHECK(dtl::detail::profiler_action(s, static_cast<std::int64_t>(k)) == expected[k]);
@@ -55,12 +55,13 @@ TEST_CASE("profiling_enabled: per-phase seconds in each training report") {
   auto opts = test::init_options("phases");
   auto ctx = dtl::init(opts);
   test::LinearTrial trial(ctx, rec, {});
-  dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{20},
-                                .validation_period = dtl::Batch{10},
-                                .checkpoint_period = dtl::Batch{10},
-                                .reporting_period = dtl::Batch{10},
-                                .profiling_enabled = true,
-                                .quiet = true});
+  dtl::Trainer(trial, ctx)
+      .fit({.max_length = dtl::Batch{20},
+            .validation_period = dtl::Batch{10},
+            .checkpoint_period = dtl::Batch{10},
+            .reporting_period = dtl::Batch{10},
+            .profiling_enabled = true,
+            .quiet = true});
   std::ifstream in(ctx.run_dir() / "metrics.jsonl");
   int training = 0;
   for (std::string line; std::getline(in, line);) {

@@ -6,7 +6,8 @@ dtl::Metrics one(const char* k, double v) { return dtl::Metrics{{k, torch::tenso
 
 TEST_CASE("built-in reducers: Determined's test vector (semantics §5.1)") {
   auto x = torch::tensor({0.25, 0.5, 0.75, 1.0, 25.5, 1.9});
-  CHECK(dtl::detail::reduce_per_slot(dtl::Reducer::avg, x) == doctest::Approx(4.98).epsilon(1e-3));  // reference rounds to 2 places
+  CHECK(dtl::detail::reduce_per_slot(dtl::Reducer::avg, x) ==
+        doctest::Approx(4.98).epsilon(1e-3));  // reference rounds to 2 places
   CHECK(dtl::detail::reduce_per_slot(dtl::Reducer::sum, x) == doctest::Approx(29.9));
   CHECK(dtl::detail::reduce_per_slot(dtl::Reducer::min, x) == doctest::Approx(0.25));
   CHECK(dtl::detail::reduce_per_slot(dtl::Reducer::max, x) == doctest::Approx(25.5));
@@ -19,7 +20,9 @@ TEST_CASE("built-in reducers: Determined's test vector (semantics §5.1)") {
 }
 
 TEST_CASE("T13: two ranks [1,2,3] and [4,5] reduce to AVG 3, SUM 15, MAX 5, MIN 1") {
-  for (auto [r, want] : {std::pair{dtl::Reducer::avg, 3.0}, {dtl::Reducer::sum, 15.0}, {dtl::Reducer::max, 5.0},
+  for (auto [r, want] : {std::pair{dtl::Reducer::avg, 3.0},
+                         {dtl::Reducer::sum, 15.0},
+                         {dtl::Reducer::max, 5.0},
                          {dtl::Reducer::min, 1.0}}) {
     std::vector<dtl::detail::SlotValue> slots = {
         {dtl::detail::reduce_per_slot(r, torch::tensor({1.0, 2.0, 3.0})), 3},
@@ -46,7 +49,8 @@ TEST_CASE("per-metric reducer maps must name every metric") {
   dtl::detail::MetricCollector c;
   c.add(dtl::Metrics{{"a", 1.0}, {"b", 5.0}}, "validation");
   c.add(dtl::Metrics{{"a", 3.0}, {"b", 2.0}}, "validation");
-  auto slots = dtl::detail::reduce_validation_slot(c, dtl::ReducerMap{{"a", dtl::Reducer::sum}, {"b", dtl::Reducer::max}});
+  auto slots =
+      dtl::detail::reduce_validation_slot(c, dtl::ReducerMap{{"a", dtl::Reducer::sum}, {"b", dtl::Reducer::max}});
   CHECK(slots[0].value == doctest::Approx(4.0));
   CHECK(slots[1].value == doctest::Approx(5.0));
   CHECK_THROWS_WITH(dtl::detail::reduce_validation_slot(c, dtl::ReducerMap{{"a", dtl::Reducer::sum}}),

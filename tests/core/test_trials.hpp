@@ -26,7 +26,7 @@ struct Record {
   std::int64_t batches = 0;  // batches trained, counted by train_batch
   std::vector<std::int64_t> validations, checkpoints, workloads;
   std::vector<std::int64_t> epoch_starts, epoch_ends;
-  std::vector<double> weights;  // after each train_batch
+  std::vector<double> weights;         // after each train_batch
   std::vector<std::int64_t> lr_steps;  // batch index at each LR scheduler step
   int trial_startups = 0, training_starts = 0, shutdowns = 0, validation_batches = 0;
   std::vector<dtl::MetricsJson> workload_metrics;

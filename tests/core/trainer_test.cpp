@@ -23,7 +23,9 @@ Record run(dtl::FitOptions fit, LinearTrial::Options o = {}, std::int64_t gbs = 
 
 TEST_CASE("T1: Determined's test_trainer_callbacks counts and positions") {
   // 64 examples, gbs 4: epoch_len 16; max 2 epochs, checkpoints every 5, validation every 10.
-  auto r = run({.max_length = dtl::Epoch{2}, .validation_period = dtl::Batch{10}, .checkpoint_period = dtl::Batch{5},
+  auto r = run({.max_length = dtl::Epoch{2},
+                .validation_period = dtl::Batch{10},
+                .checkpoint_period = dtl::Batch{5},
                 .checkpoint_policy = dtl::CheckpointPolicy::all});
   CHECK(r.validations == V{10, 20, 30, 32});
   CHECK(r.checkpoints == V{5, 10, 15, 20, 25, 30, 32});
@@ -37,7 +39,8 @@ TEST_CASE("T1: Determined's test_trainer_callbacks counts and positions") {
 
 TEST_CASE("T2: callbacks on a 64-batch run, epoch_len 32") {
   LinearTrial::Options o{.train_size = 128};
-  dtl::FitOptions base{.max_length = dtl::Batch{64}, .reporting_period = dtl::Batch::never(),
+  dtl::FitOptions base{.max_length = dtl::Batch{64},
+                       .reporting_period = dtl::Batch::never(),
                        .checkpoint_policy = dtl::CheckpointPolicy::all};
   SUBCASE("(a) no periods") {
     auto r = run(base, o);
@@ -65,7 +68,8 @@ TEST_CASE("T2: callbacks on a 64-batch run, epoch_len 32") {
 
 TEST_CASE("T3: epoch-based validation and schedules") {
   SUBCASE("val = Epoch(1), max = Batch(25), epoch_len 10") {
-    auto r = run({.max_length = dtl::Batch{25}, .validation_period = dtl::Epoch{1},
+    auto r = run({.max_length = dtl::Batch{25},
+                  .validation_period = dtl::Epoch{1},
                   .checkpoint_policy = dtl::CheckpointPolicy::none},
                  {.train_size = 40});
     CHECK(r.validations == V{10, 20, 25});
@@ -73,7 +77,8 @@ TEST_CASE("T3: epoch-based validation and schedules") {
     CHECK(r.epoch_ends.size() == 2);
   }
   SUBCASE("val = Batch([3, 7]), max = Batch(12), policy none") {
-    auto r = run({.max_length = dtl::Batch{12}, .validation_period = dtl::Batch{{3, 7}},
+    auto r = run({.max_length = dtl::Batch{12},
+                  .validation_period = dtl::Batch{{3, 7}},
                   .checkpoint_policy = dtl::CheckpointPolicy::none});
     CHECK(r.validations == V{3, 7, 12});
     CHECK(r.checkpoints == V{12});
@@ -81,7 +86,8 @@ TEST_CASE("T3: epoch-based validation and schedules") {
 }
 
 TEST_CASE("T4: a training report every reporting_period") {
-  auto r = run({.max_length = dtl::Batch{100}, .reporting_period = dtl::Batch{10},
+  auto r = run({.max_length = dtl::Batch{100},
+                .reporting_period = dtl::Batch{10},
                 .checkpoint_policy = dtl::CheckpointPolicy::none},
                {.train_size = 400});
   CHECK(r.workloads == V{10, 20, 30, 40, 50, 60, 70, 80, 90, 100});
@@ -96,16 +102,20 @@ TEST_CASE("T5: test mode, stop requests, step-zero validation") {
     CHECK(r.checkpoints == V{1});
   }
   SUBCASE("a stop requested at batch 30 checkpoints at 30 and skips further validation") {
-    auto r = run({.max_length = dtl::Batch{100}, .validation_period = dtl::Batch{25},
-                  .reporting_period = dtl::Batch{10}, .checkpoint_policy = dtl::CheckpointPolicy::none},
+    auto r = run({.max_length = dtl::Batch{100},
+                  .validation_period = dtl::Batch{25},
+                  .reporting_period = dtl::Batch{10},
+                  .checkpoint_policy = dtl::CheckpointPolicy::none},
                  {.train_size = 400, .stop_at_30 = true});
     CHECK(r.batches == 30);
     CHECK(r.validations == V{25});
     CHECK(r.checkpoints == V{30});
   }
   SUBCASE("step-zero validation") {
-    auto r = run({.max_length = dtl::Batch{20}, .validation_period = dtl::Batch{5},
-                  .checkpoint_policy = dtl::CheckpointPolicy::none, .step_zero_validation = true});
+    auto r = run({.max_length = dtl::Batch{20},
+                  .validation_period = dtl::Batch{5},
+                  .checkpoint_policy = dtl::CheckpointPolicy::none,
+                  .step_zero_validation = true});
     CHECK(r.validations == V{0, 5, 10, 15, 20});
   }
 }
@@ -121,9 +131,9 @@ TEST_CASE("T6: resuming with max_length <= batches done trains and validates not
   REQUIRE(first.checkpoints == V{10});
   auto ctx = dtl::init(opts);
   LinearTrial trial(ctx, second, {});
-  dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{10},
-                                .latest_checkpoint = dtl::detail::Checkpointer(opts.run_dir.value() / "checkpoints")
-                                                         .resolve("latest")});
+  dtl::Trainer(trial, ctx)
+      .fit({.max_length = dtl::Batch{10},
+            .latest_checkpoint = dtl::detail::Checkpointer(opts.run_dir.value() / "checkpoints").resolve("latest")});
   CHECK(second.batches == 0);
   CHECK(second.workloads.empty());
   CHECK(second.validations.empty());
@@ -135,8 +145,10 @@ TEST_CASE("T9: OneVar matches the analytic solution w_n = 1 - 0.998^n") {
   Record rec;
   auto ctx = dtl::init(test::init_options("onevar"));
   LinearTrial trial(ctx, rec, {.train_size = 64});
-  dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{100}, .reporting_period = dtl::Batch{10},
-                                .checkpoint_policy = dtl::CheckpointPolicy::none});
+  dtl::Trainer(trial, ctx)
+      .fit({.max_length = dtl::Batch{100},
+            .reporting_period = dtl::Batch{10},
+            .checkpoint_policy = dtl::CheckpointPolicy::none});
   CHECK(trial.weight() == doctest::Approx(0.181433).epsilon(1e-5));
   for (std::size_t n = 0; n < rec.weights.size(); ++n)
     CHECK(rec.weights[n] == doctest::Approx(1.0 - std::pow(0.998, static_cast<double>(n + 1))).epsilon(1e-5));
@@ -151,7 +163,8 @@ TEST_CASE("T9: OneVar matches the analytic solution w_n = 1 - 0.998^n") {
 }
 
 TEST_CASE("T12: gradient aggregation averages aggregated gradients and steps every A batches") {
-  auto r = run({.max_length = dtl::Batch{8}, .validation_period = dtl::Batch{1},
+  auto r = run({.max_length = dtl::Batch{8},
+                .validation_period = dtl::Batch{1},
                 .checkpoint_policy = dtl::CheckpointPolicy::none},
                {.identity = true}, 4, 2);
   const double want[] = {0, 0.00375, 0.00375, 0.013064937, 0.013064937, 0.03034617, 0.03034617, 0.057719498};
@@ -215,7 +228,9 @@ class FullDatasetTrial : public dtl::PyTorchTrial<FullDatasetTrial> {
   bool grad_enabled_during_validation = false;
 
  private:
-  static dtl::TensorDataset<2> ones(std::int64_t n) { return dtl::TensorDataset(torch::ones({n, 1}), torch::ones({n, 1})); }
+  static dtl::TensorDataset<2> ones(std::int64_t n) {
+    return dtl::TensorDataset(torch::ones({n, 1}), torch::ones({n, 1}));
+  }
   dtl::PyTorchTrialContext& ctx_;
   torch::nn::Linear model_{nullptr};
   std::shared_ptr<torch::optim::SGD> opt_;
@@ -226,7 +241,8 @@ TEST_CASE("evaluate_full_dataset: runs under no-grad at each validation boundary
   auto ctx = dtl::init(test::init_options("full"));
   FullDatasetTrial trial(ctx);
   dtl::Trainer trainer(trial, ctx);
-  trainer.fit({.max_length = dtl::Batch{100}, .validation_period = dtl::Batch{50},
+  trainer.fit({.max_length = dtl::Batch{100},
+               .validation_period = dtl::Batch{50},
                .checkpoint_policy = dtl::CheckpointPolicy::none});
   CHECK(trial.calls == 2);  // at 50 and at 100
   CHECK_FALSE(trial.grad_enabled_during_validation);
@@ -279,12 +295,13 @@ TEST_CASE("save_trial_latest / save_trial_best: older checkpoints are deleted, t
   auto opts = test::init_options("retention", 4, 0.09);
   auto ctx = dtl::init(opts);
   LinearTrial trial(ctx, rec, {.identity = true});
-  dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{12},
-                                .validation_period = dtl::Batch{2},
-                                .checkpoint_policy = dtl::CheckpointPolicy::all,
-                                .quiet = true,
-                                .save_trial_latest = 2,
-                                .save_trial_best = 1});
+  dtl::Trainer(trial, ctx)
+      .fit({.max_length = dtl::Batch{12},
+            .validation_period = dtl::Batch{2},
+            .checkpoint_policy = dtl::CheckpointPolicy::all,
+            .quiet = true,
+            .save_trial_latest = 2,
+            .save_trial_best = 1});
   REQUIRE(rec.checkpoints.size() == 6);  // one per validation: 2, 4, ..., 12
   // Which batches survive: read each remaining checkpoint's metadata.
   std::vector<std::int64_t> kept;
@@ -303,6 +320,7 @@ TEST_CASE("save_trial_latest / save_trial_best: older checkpoints are deleted, t
   REQUIRE(best < 10);  // the setup did produce an early best
   CHECK(kept == V{best, 10, 12});
   // The latest pointer still resolves to a complete checkpoint.
-  CHECK(std::filesystem::exists(dtl::detail::Checkpointer(ctx.run_dir() / "checkpoints").resolve("latest") / "metadata.json"));
+  CHECK(std::filesystem::exists(dtl::detail::Checkpointer(ctx.run_dir() / "checkpoints").resolve("latest") /
+                                "metadata.json"));
   std::filesystem::remove_all(opts.run_dir.value());
 }

@@ -56,10 +56,10 @@ class CrashTrial : public dtl::PyTorchTrial<CrashTrial> {
 
 int main(int argc, char** argv) {
   torch::set_num_threads(1);
-  auto ctx = dtl::init(argc, argv,
-                       {.hparams = {{"global_batch_size", 8}}, .seed = 5});
+  auto ctx = dtl::init(argc, argv, {.hparams = {{"global_batch_size", 8}}, .seed = 5});
   CrashTrial trial(ctx);
-  dtl::Trainer(trial, ctx).fit({.validation_period = dtl::Batch{10}, .checkpoint_period = dtl::Batch{3}, .quiet = true});
+  dtl::Trainer(trial, ctx)
+      .fit({.validation_period = dtl::Batch{10}, .checkpoint_period = dtl::Batch{3}, .quiet = true});
   std::ofstream out(ctx.run_dir() / "final_weights.txt");
   for (const auto& p : trial.model()->parameters()) {
     const auto c = p.detach().contiguous();

@@ -25,10 +25,10 @@ namespace dtl::callbacks {
 struct EarlyStoppingOptions {
   std::string monitor = "validation_loss";  ///< a numeric metric that every validation reports
   Mode mode = Mode::min;
-  double min_delta = 0.0;       ///< an improvement must exceed this (absolute; >= 0)
-  std::int64_t patience = 3;    ///< validations without improvement before stopping (>= 1)
-  bool verbose = false;         ///< also print each improvement
-  bool check_finite = true;     ///< stop at once when the metric is NaN or infinite
+  double min_delta = 0.0;                      ///< an improvement must exceed this (absolute; >= 0)
+  std::int64_t patience = 3;                   ///< validations without improvement before stopping (>= 1)
+  bool verbose = false;                        ///< also print each improvement
+  bool check_finite = true;                    ///< stop at once when the metric is NaN or infinite
   std::optional<double> stopping_threshold;    ///< stop at once when the metric is better than this
   std::optional<double> divergence_threshold;  ///< stop at once when the metric is worse than this
 };
@@ -64,7 +64,8 @@ class EarlyStopping : public PyTorchCallback {
     const double previous_best = best_;
     std::string reason;
     if (o_.check_finite && !std::isfinite(current)) {
-      reason = "'" + o_.monitor + "' = " + format(current) + " is not finite (best so far " + format(previous_best) + ")";
+      reason =
+          "'" + o_.monitor + "' = " + format(current) + " is not finite (best so far " + format(previous_best) + ")";
     } else if (o_.stopping_threshold && better(current, *o_.stopping_threshold)) {
       reason = "'" + o_.monitor + "' = " + format(current) + " reached the stopping threshold " +
                format(*o_.stopping_threshold);
@@ -74,14 +75,16 @@ class EarlyStopping : public PyTorchCallback {
     } else if (improves(current)) {
       best_ = current;
       wait_count_ = 0;
-      if (o_.verbose) say("'" + o_.monitor + "' improved to " + format(current) +
-                          (std::isfinite(previous_best) ? " (from " + format(previous_best) + ")" : ""));
+      if (o_.verbose)
+        say("'" + o_.monitor + "' improved to " + format(current) +
+            (std::isfinite(previous_best) ? " (from " + format(previous_best) + ")" : ""));
       return;
     } else {
       ++wait_count_;
       if (wait_count_ < o_.patience) {
-        if (o_.verbose) say("'" + o_.monitor + "' = " + format(current) + " did not improve on " + format(best_) + " (" +
-                            std::to_string(wait_count_) + " of " + std::to_string(o_.patience) + ")");
+        if (o_.verbose)
+          say("'" + o_.monitor + "' = " + format(current) + " did not improve on " + format(best_) + " (" +
+              std::to_string(wait_count_) + " of " + std::to_string(o_.patience) + ")");
         return;
       }
       reason = "'" + o_.monitor + "' did not improve in the last " + std::to_string(wait_count_) +

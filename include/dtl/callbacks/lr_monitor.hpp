@@ -18,9 +18,9 @@ namespace dtl::callbacks {
 
 /// One learning rate as the monitor saw it.
 struct LearningRateRecord {
-  std::int64_t step = 0;       ///< batches trained when it was read (TensorBoard's step)
-  std::size_t optimizer = 0;   ///< index in ctx.optimizers() (wrap order)
-  std::size_t group = 0;       ///< param group of that optimizer
+  std::int64_t step = 0;      ///< batches trained when it was read (TensorBoard's step)
+  std::size_t optimizer = 0;  ///< index in ctx.optimizers() (wrap order)
+  std::size_t group = 0;      ///< param group of that optimizer
   double lr = 0.0;
   friend bool operator==(const LearningRateRecord&, const LearningRateRecord&) = default;
   /// `{step 8, optimizer 0, group 1, lr 0.005}`, for logs and test failures.
@@ -51,8 +51,7 @@ class LearningRateMonitor : public PyTorchCallback {
 
   explicit LearningRateMonitor(PyTorchTrialContext& ctx, Options options = {}) : ctx_(ctx), o_(std::move(options)) {}
 
-  void on_training_workload_end(const MetricsJson& /*avg_metrics*/,
-                                const BatchMetrics& /*batch_metrics*/) override {
+  void on_training_workload_end(const MetricsJson& /*avg_metrics*/, const BatchMetrics& /*batch_metrics*/) override {
     const std::int64_t step = ctx_.current_train_batch() + 1;
     // As Determined, only the chief writes TensorBoard; every rank keeps the history.
     const bool write = o_.tensorboard && ctx_.distributed().is_chief();

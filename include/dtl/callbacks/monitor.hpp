@@ -58,8 +58,8 @@ template <class Json>
   const auto it = metrics.find(monitor);
   if (it == metrics.end())
     throw InvalidExperimentException("dtl: " + std::string(who) + " monitors '" + monitor +
-                                     "', but validation reported no metric of that name (it reported: " +
-                                     available() + "); set the callback's monitor to one of them");
+                                     "', but validation reported no metric of that name (it reported: " + available() +
+                                     "); set the callback's monitor to one of them");
   if (it->is_number()) return it->template get<double>();
   // null is what a non-finite value becomes after a trip through JSON text; read it as NaN so
   // the callback's own rule for non-finite values decides, instead of failing the run.

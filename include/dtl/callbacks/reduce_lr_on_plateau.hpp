@@ -74,13 +74,13 @@ class MinLR {
 /// ReduceLROnPlateau's arguments, with Python's defaults.
 struct ReduceLROnPlateauOptions {
   Mode mode = Mode::min;
-  double factor = 0.1;       ///< new_lr = lr * factor; must be < 1
+  double factor = 0.1;         ///< new_lr = lr * factor; must be < 1
   std::int64_t patience = 10;  ///< bad steps tolerated; the lr drops on the (patience + 1)-th
   double threshold = 1e-4;
   ThresholdMode threshold_mode = ThresholdMode::rel;
   std::int64_t cooldown = 0;  ///< steps after a reduction during which bad steps are not counted
   MinLR min_lr = 0.0;
-  double eps = 1e-8;  ///< a reduction smaller than this is skipped
+  double eps = 1e-8;     ///< a reduction smaller than this is skipped
   bool verbose = false;  ///< print Python's "Epoch 00012: reducing learning rate of group 0 to 1.0000e-02."
 };
 
@@ -238,8 +238,9 @@ class ReduceLROnPlateau {
       // A step smaller than eps is noise (e.g. already at min_lr up to rounding): skip it.
       if (old_lr - new_lr > eps_) {
         groups[i].options().set_lr(new_lr);
-        if (verbose_) std::printf("Epoch %05lld: reducing learning rate of group %zu to %.4e.\n",
-                                  static_cast<long long>(last_epoch_), i, new_lr);
+        if (verbose_)
+          std::printf("Epoch %05lld: reducing learning rate of group %zu to %.4e.\n",
+                      static_cast<long long>(last_epoch_), i, new_lr);
       }
     }
   }
@@ -282,13 +283,14 @@ class ReduceLROnPlateauEveryValidation : public PyTorchCallback {
   explicit ReduceLROnPlateauEveryValidation(std::shared_ptr<torch::optim::Optimizer> optimizer,
                                             std::string monitor = "validation_loss",
                                             lr::ReduceLROnPlateauOptions options = {})
-      : ReduceLROnPlateauEveryValidation(std::make_shared<lr::ReduceLROnPlateau>(std::move(optimizer), std::move(options)),
-                                         std::move(monitor)) {}
+      : ReduceLROnPlateauEveryValidation(
+            std::make_shared<lr::ReduceLROnPlateau>(std::move(optimizer), std::move(options)), std::move(monitor)) {}
   /// Steps a scheduler you built (and may keep a handle to).
   explicit ReduceLROnPlateauEveryValidation(std::shared_ptr<lr::ReduceLROnPlateau> scheduler,
                                             std::string monitor = "validation_loss")
       : scheduler_(std::move(scheduler)), monitor_(std::move(monitor)) {
-    if (!scheduler_) throw std::invalid_argument("dtl::callbacks::ReduceLROnPlateauEveryValidation: the scheduler is null");
+    if (!scheduler_)
+      throw std::invalid_argument("dtl::callbacks::ReduceLROnPlateauEveryValidation: the scheduler is null");
   }
 
   void on_validation_end(const MetricsJson& metrics) override {

@@ -18,8 +18,8 @@
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
 #include <fcntl.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -169,8 +169,10 @@ class Checkpointer {
     for (const auto& [name, cb] : callbacks) cb->on_checkpoint_save_start(root);
     save_pickle_archive(root, tmp / "state_dict.pth", /*sync=*/true);
 
-    nlohmann::json trial_state = {{"batches_trained", st.batches_trained}, {"epochs_trained", st.epochs_trained},
-                                  {"last_val", st.last_val},               {"last_ckpt", st.last_ckpt},
+    nlohmann::json trial_state = {{"batches_trained", st.batches_trained},
+                                  {"epochs_trained", st.epochs_trained},
+                                  {"last_val", st.last_val},
+                                  {"last_ckpt", st.last_ckpt},
                                   {"trial_seed", ctx.get_trial_seed()}};
     trial_state["best_validation"] = st.best_validation ? nlohmann::json(*st.best_validation) : nlohmann::json(nullptr);
     trial_state["data_position"] = st.data_position;
@@ -233,14 +235,16 @@ class Checkpointer {
     std::vector<const Entry*> by_time;
     for (const auto& e : all) by_time.push_back(&e);
     std::stable_sort(by_time.begin(), by_time.end(), [](auto* a, auto* b) { return a->steps > b->steps; });
-    for (std::size_t i = 0; i < by_time.size() && static_cast<std::int64_t>(i) < *policy.latest; ++i) keep.push_back(by_time[i]);
+    for (std::size_t i = 0; i < by_time.size() && static_cast<std::int64_t>(i) < *policy.latest; ++i)
+      keep.push_back(by_time[i]);
     std::vector<const Entry*> scored;
     for (const auto& e : all)
       if (e.metric) scored.push_back(&e);
     std::stable_sort(scored.begin(), scored.end(), [&](auto* a, auto* b) {
       return policy.smaller_is_better ? *a->metric < *b->metric : *a->metric > *b->metric;
     });
-    for (std::size_t i = 0; i < scored.size() && static_cast<std::int64_t>(i) < policy.best; ++i) keep.push_back(scored[i]);
+    for (std::size_t i = 0; i < scored.size() && static_cast<std::int64_t>(i) < policy.best; ++i)
+      keep.push_back(scored[i]);
     for (const auto& e : all) {
       const bool kept = std::find(keep.begin(), keep.end(), &e) != keep.end() || (pointed && e.dir == *pointed);
       if (kept) continue;
@@ -305,7 +309,8 @@ class Checkpointer {
       throw CheckpointError(where + " holds " + std::to_string(saved_scheds.size()) +
                             " LR schedulers but the trial wraps " + std::to_string(scheds.size()));
     for (std::size_t i = 0; i < scheds.size(); ++i)
-      if (scheds[i].load && !saved_scheds[i].isNone()) scheds[i].load(scheds[i].scheduler.get(), ivalue_to_json(saved_scheds[i]));
+      if (scheds[i].load && !saved_scheds[i].isNone())
+        scheds[i].load(scheds[i].scheduler.get(), ivalue_to_json(saved_scheds[i]));
 
     const auto rng = entry("rng_state").toGenericDict();
     if (!rng.contains("cpu_rng_state")) throw CheckpointError(where + ": rng_state has no cpu_rng_state");

@@ -18,12 +18,18 @@ namespace dtl::detail {
 
 inline c10::IValue json_to_ivalue(const nlohmann::json& j) {
   switch (j.type()) {
-    case nlohmann::json::value_t::null: return c10::IValue();
-    case nlohmann::json::value_t::boolean: return c10::IValue(j.get<bool>());
-    case nlohmann::json::value_t::number_integer: return c10::IValue(j.get<std::int64_t>());
-    case nlohmann::json::value_t::number_unsigned: return c10::IValue(static_cast<std::int64_t>(j.get<std::uint64_t>()));
-    case nlohmann::json::value_t::number_float: return c10::IValue(j.get<double>());
-    case nlohmann::json::value_t::string: return c10::IValue(j.get<std::string>());
+    case nlohmann::json::value_t::null:
+      return c10::IValue();
+    case nlohmann::json::value_t::boolean:
+      return c10::IValue(j.get<bool>());
+    case nlohmann::json::value_t::number_integer:
+      return c10::IValue(j.get<std::int64_t>());
+    case nlohmann::json::value_t::number_unsigned:
+      return c10::IValue(static_cast<std::int64_t>(j.get<std::uint64_t>()));
+    case nlohmann::json::value_t::number_float:
+      return c10::IValue(j.get<double>());
+    case nlohmann::json::value_t::string:
+      return c10::IValue(j.get<std::string>());
     case nlohmann::json::value_t::array: {
       c10::impl::GenericList list(c10::AnyType::get());
       for (const auto& x : j) list.push_back(json_to_ivalue(x));
@@ -34,7 +40,8 @@ inline c10::IValue json_to_ivalue(const nlohmann::json& j) {
       for (const auto& [k, v] : j.items()) dict.insert(k, json_to_ivalue(v));
       return dict;
     }
-    default: break;
+    default:
+      break;
   }
   throw CheckpointError("dtl: checkpoint: a state value of JSON type '" + std::string(j.type_name()) +
                         "' cannot be stored");
@@ -62,7 +69,9 @@ inline nlohmann::json ivalue_to_json(const c10::IValue& v) {
     nlohmann::json o = nlohmann::json::object();
     for (const auto& e : v.toGenericDict()) {
       const auto& k = e.key();
-      o[k.isString() ? k.toStringRef() : k.isInt() ? std::to_string(k.toInt()) : k.tagKind()] = ivalue_to_json(e.value());
+      o[k.isString() ? k.toStringRef()
+        : k.isInt()  ? std::to_string(k.toInt())
+                     : k.tagKind()] = ivalue_to_json(e.value());
     }
     return o;
   }

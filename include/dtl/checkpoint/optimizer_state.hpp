@@ -81,7 +81,8 @@ struct Layout<torch::optim::SGD> {
   }
   static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p) {
     auto s = std::make_unique<State>();
-    if (d.contains("momentum_buffer") && !d.at("momentum_buffer").isNone()) s->momentum_buffer(in(d.at("momentum_buffer"), p));
+    if (d.contains("momentum_buffer") && !d.at("momentum_buffer").isNone())
+      s->momentum_buffer(in(d.at("momentum_buffer"), p));
     return s;
   }
 };
@@ -108,8 +109,10 @@ struct AdamLike {
     if (!g.contains("betas")) throw CheckpointError(w + ": param_group has no 'betas'");
     const auto b = g.at("betas");
     std::vector<c10::IValue> bs;
-    if (b.isTuple()) bs = b.toTupleRef().elements().vec();
-    else if (b.isList()) bs = b.toListRef().vec();
+    if (b.isTuple())
+      bs = b.toTupleRef().elements().vec();
+    else if (b.isList())
+      bs = b.toListRef().vec();
     if (bs.size() != 2) throw CheckpointError(w + ": param_group['betas'] must hold two numbers");
     auto d = [](const c10::IValue& v) { return v.isDouble() ? v.toDouble() : static_cast<double>(v.toInt()); };
     o.lr(num(g, "lr", w)).betas(std::make_tuple(d(bs[0]), d(bs[1]))).eps(num(g, "eps", w));
@@ -131,9 +134,11 @@ struct AdamLike {
   }
 };
 template <>
-struct Layout<torch::optim::Adam> : AdamLike<torch::optim::Adam, torch::optim::AdamOptions, torch::optim::AdamParamState> {};
+struct Layout<torch::optim::Adam>
+    : AdamLike<torch::optim::Adam, torch::optim::AdamOptions, torch::optim::AdamParamState> {};
 template <>
-struct Layout<torch::optim::AdamW> : AdamLike<torch::optim::AdamW, torch::optim::AdamWOptions, torch::optim::AdamWParamState> {};
+struct Layout<torch::optim::AdamW>
+    : AdamLike<torch::optim::AdamW, torch::optim::AdamWOptions, torch::optim::AdamWParamState> {};
 
 template <>
 struct Layout<torch::optim::RMSprop> {
@@ -300,7 +305,8 @@ inline std::optional<c10::IValue> python_optimizer_state(torch::optim::Optimizer
 /// Loads a Python-layout optimizer state (from dtl or from Python's torch.save) into `opt`:
 /// every group's hyperparameters and every parameter's state. False for an optimizer type
 /// without a Python layout; CheckpointError (prefixed by `where`) when the entry does not fit.
-inline bool load_python_optimizer_state(torch::optim::Optimizer& opt, const c10::IValue& state, const std::string& where) {
+inline bool load_python_optimizer_state(torch::optim::Optimizer& opt, const c10::IValue& state,
+                                        const std::string& where) {
   using namespace torch::optim;
   try {
     return optim_layout::try_load<SGD>(opt, state, where) || optim_layout::try_load<AdamW>(opt, state, where) ||

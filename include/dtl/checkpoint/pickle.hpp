@@ -40,13 +40,13 @@ struct Bytes {
 /// storage that the zip container holds as the record `data/<storage_key>`. Tensors sharing a
 /// storage carry the same key; the storage itself is written once.
 struct TensorRef {
-  std::string storage_key;               ///< "0", "1", ... (the record name below data/)
-  std::string storage_type;              ///< Python's storage class: "FloatStorage", "LongStorage", ...
-  std::string location = "cpu";          ///< torch's location tag; dtl loads everything onto the CPU
-  std::int64_t storage_numel = 0;        ///< elements in the whole storage
-  std::int64_t storage_offset = 0;       ///< first element of the view
-  std::vector<std::int64_t> sizes;       ///< torch.Size
-  std::vector<std::int64_t> strides;     ///< in elements, one per size
+  std::string storage_key;            ///< "0", "1", ... (the record name below data/)
+  std::string storage_type;           ///< Python's storage class: "FloatStorage", "LongStorage", ...
+  std::string location = "cpu";       ///< torch's location tag; dtl loads everything onto the CPU
+  std::int64_t storage_numel = 0;     ///< elements in the whole storage
+  std::int64_t storage_offset = 0;    ///< first element of the view
+  std::vector<std::int64_t> sizes;    ///< torch.Size
+  std::vector<std::int64_t> strides;  ///< in elements, one per size
   bool requires_grad = false;
   bool operator==(const TensorRef&) const = default;
 };
@@ -143,8 +143,8 @@ struct Value {
   Value(None) noexcept {}
   Value(bool b) noexcept : v(b) {}
   template <std::integral I>
-    requires(!std::same_as<I, bool>)
-  Value(I i) noexcept : v(static_cast<std::int64_t>(i)) {}
+  requires(!std::same_as<I, bool>) Value(I i)
+  noexcept : v(static_cast<std::int64_t>(i)) {}
   template <std::floating_point F>
   Value(F d) noexcept : v(static_cast<double>(d)) {}
   Value(std::string s) noexcept : v(std::move(s)) {}
@@ -187,10 +187,14 @@ struct Value {
   /// The container's address (what Python's memo keys on), or nullptr for scalars.
   [[nodiscard]] const void* identity() const noexcept {
     switch (kind()) {
-      case Kind::list: return std::get<std::shared_ptr<List>>(v).get();
-      case Kind::tuple: return std::get<std::shared_ptr<Tuple>>(v).get();
-      case Kind::dict: return std::get<std::shared_ptr<Dict>>(v).get();
-      default: return nullptr;
+      case Kind::list:
+        return std::get<std::shared_ptr<List>>(v).get();
+      case Kind::tuple:
+        return std::get<std::shared_ptr<Tuple>>(v).get();
+      case Kind::dict:
+        return std::get<std::shared_ptr<Dict>>(v).get();
+      default:
+        return nullptr;
     }
   }
 
@@ -215,15 +219,18 @@ inline const Value* Dict::find(std::string_view key) const {
   const auto same_items = [](const std::vector<Value>& x, const std::vector<Value>& y) {
     return x.size() == y.size() && std::equal(x.begin(), x.end(), y.begin());
   };
-  const auto same_pairs = [](const std::vector<std::pair<Value, Value>>& x, const std::vector<std::pair<Value, Value>>& y) {
+  const auto same_pairs = [](const std::vector<std::pair<Value, Value>>& x,
+                             const std::vector<std::pair<Value, Value>>& y) {
     if (x.size() != y.size()) return false;
     for (std::size_t i = 0; i < x.size(); ++i)
       if (!(x[i].first == y[i].first) || !(x[i].second == y[i].second)) return false;
     return true;
   };
   switch (a.kind()) {
-    case Kind::list: return a.identity() == b.identity() || same_items(a.as_list().items, b.as_list().items);
-    case Kind::tuple: return a.identity() == b.identity() || same_items(a.as_tuple().items, b.as_tuple().items);
+    case Kind::list:
+      return a.identity() == b.identity() || same_items(a.as_list().items, b.as_list().items);
+    case Kind::tuple:
+      return a.identity() == b.identity() || same_items(a.as_tuple().items, b.as_tuple().items);
     case Kind::dict: {
       if (a.identity() == b.identity()) return true;
       const Dict& x = a.as_dict();
@@ -233,7 +240,8 @@ inline const Value* Dict::find(std::string_view key) const {
     case Kind::floating: {  // bitwise, so that NaN round trips compare equal
       return std::bit_cast<std::uint64_t>(a.as_float()) == std::bit_cast<std::uint64_t>(b.as_float());
     }
-    default: return a.v == b.v;
+    default:
+      return a.v == b.v;
   }
 }
 
@@ -254,81 +262,150 @@ inline constexpr std::uint8_t MARK = '(', STOP = '.', POP = '0', POP_MARK = '1',
                               TUPLE2 = 0x86, TUPLE3 = 0x87, NEWTRUE = 0x88, NEWFALSE = 0x89, LONG1 = 0x8a, LONG4 = 0x8b,
                               BINBYTES = 'B', SHORT_BINBYTES = 'C', SHORT_BINUNICODE = 0x8c, BINUNICODE8 = 0x8d,
                               BINBYTES8 = 0x8e, EMPTY_SET = 0x8f, ADDITEMS = 0x90, FROZENSET = 0x91, NEWOBJ_EX = 0x92,
-                              STACK_GLOBAL = 0x93, MEMOIZE = 0x94, FRAME = 0x95, BYTEARRAY8 = 0x96,
-                              NEXT_BUFFER = 0x97, READONLY_BUFFER = 0x98;
+                              STACK_GLOBAL = 0x93, MEMOIZE = 0x94, FRAME = 0x95, BYTEARRAY8 = 0x96, NEXT_BUFFER = 0x97,
+                              READONLY_BUFFER = 0x98;
 }  // namespace op
 
 [[nodiscard]] inline const char* opcode_name(std::uint8_t c) noexcept {
   switch (c) {
-    case op::MARK: return "MARK";
-    case op::STOP: return "STOP";
-    case op::POP: return "POP";
-    case op::POP_MARK: return "POP_MARK";
-    case op::DUP: return "DUP";
-    case op::FLOAT: return "FLOAT";
-    case op::INT: return "INT";
-    case op::BININT: return "BININT";
-    case op::BININT1: return "BININT1";
-    case op::LONG: return "LONG";
-    case op::BININT2: return "BININT2";
-    case op::NONE: return "NONE";
-    case op::PERSID: return "PERSID";
-    case op::BINPERSID: return "BINPERSID";
-    case op::REDUCE: return "REDUCE";
-    case op::STRING: return "STRING";
-    case op::BINSTRING: return "BINSTRING";
-    case op::SHORT_BINSTRING: return "SHORT_BINSTRING";
-    case op::UNICODE: return "UNICODE";
-    case op::BINUNICODE: return "BINUNICODE";
-    case op::APPEND: return "APPEND";
-    case op::BUILD: return "BUILD";
-    case op::GLOBAL: return "GLOBAL";
-    case op::DICT: return "DICT";
-    case op::EMPTY_DICT: return "EMPTY_DICT";
-    case op::APPENDS: return "APPENDS";
-    case op::GET: return "GET";
-    case op::BINGET: return "BINGET";
-    case op::INST: return "INST";
-    case op::LONG_BINGET: return "LONG_BINGET";
-    case op::LIST: return "LIST";
-    case op::EMPTY_LIST: return "EMPTY_LIST";
-    case op::OBJ: return "OBJ";
-    case op::PUT: return "PUT";
-    case op::BINPUT: return "BINPUT";
-    case op::LONG_BINPUT: return "LONG_BINPUT";
-    case op::SETITEM: return "SETITEM";
-    case op::TUPLE: return "TUPLE";
-    case op::EMPTY_TUPLE: return "EMPTY_TUPLE";
-    case op::SETITEMS: return "SETITEMS";
-    case op::BINFLOAT: return "BINFLOAT";
-    case op::PROTO: return "PROTO";
-    case op::NEWOBJ: return "NEWOBJ";
-    case op::EXT1: return "EXT1";
-    case op::EXT2: return "EXT2";
-    case op::EXT4: return "EXT4";
-    case op::TUPLE1: return "TUPLE1";
-    case op::TUPLE2: return "TUPLE2";
-    case op::TUPLE3: return "TUPLE3";
-    case op::NEWTRUE: return "NEWTRUE";
-    case op::NEWFALSE: return "NEWFALSE";
-    case op::LONG1: return "LONG1";
-    case op::LONG4: return "LONG4";
-    case op::BINBYTES: return "BINBYTES";
-    case op::SHORT_BINBYTES: return "SHORT_BINBYTES";
-    case op::SHORT_BINUNICODE: return "SHORT_BINUNICODE";
-    case op::BINUNICODE8: return "BINUNICODE8";
-    case op::BINBYTES8: return "BINBYTES8";
-    case op::EMPTY_SET: return "EMPTY_SET";
-    case op::ADDITEMS: return "ADDITEMS";
-    case op::FROZENSET: return "FROZENSET";
-    case op::NEWOBJ_EX: return "NEWOBJ_EX";
-    case op::STACK_GLOBAL: return "STACK_GLOBAL";
-    case op::MEMOIZE: return "MEMOIZE";
-    case op::FRAME: return "FRAME";
-    case op::BYTEARRAY8: return "BYTEARRAY8";
-    case op::NEXT_BUFFER: return "NEXT_BUFFER";
-    case op::READONLY_BUFFER: return "READONLY_BUFFER";
-    default: return nullptr;
+    case op::MARK:
+      return "MARK";
+    case op::STOP:
+      return "STOP";
+    case op::POP:
+      return "POP";
+    case op::POP_MARK:
+      return "POP_MARK";
+    case op::DUP:
+      return "DUP";
+    case op::FLOAT:
+      return "FLOAT";
+    case op::INT:
+      return "INT";
+    case op::BININT:
+      return "BININT";
+    case op::BININT1:
+      return "BININT1";
+    case op::LONG:
+      return "LONG";
+    case op::BININT2:
+      return "BININT2";
+    case op::NONE:
+      return "NONE";
+    case op::PERSID:
+      return "PERSID";
+    case op::BINPERSID:
+      return "BINPERSID";
+    case op::REDUCE:
+      return "REDUCE";
+    case op::STRING:
+      return "STRING";
+    case op::BINSTRING:
+      return "BINSTRING";
+    case op::SHORT_BINSTRING:
+      return "SHORT_BINSTRING";
+    case op::UNICODE:
+      return "UNICODE";
+    case op::BINUNICODE:
+      return "BINUNICODE";
+    case op::APPEND:
+      return "APPEND";
+    case op::BUILD:
+      return "BUILD";
+    case op::GLOBAL:
+      return "GLOBAL";
+    case op::DICT:
+      return "DICT";
+    case op::EMPTY_DICT:
+      return "EMPTY_DICT";
+    case op::APPENDS:
+      return "APPENDS";
+    case op::GET:
+      return "GET";
+    case op::BINGET:
+      return "BINGET";
+    case op::INST:
+      return "INST";
+    case op::LONG_BINGET:
+      return "LONG_BINGET";
+    case op::LIST:
+      return "LIST";
+    case op::EMPTY_LIST:
+      return "EMPTY_LIST";
+    case op::OBJ:
+      return "OBJ";
+    case op::PUT:
+      return "PUT";
+    case op::BINPUT:
+      return "BINPUT";
+    case op::LONG_BINPUT:
+      return "LONG_BINPUT";
+    case op::SETITEM:
+      return "SETITEM";
+    case op::TUPLE:
+      return "TUPLE";
+    case op::EMPTY_TUPLE:
+      return "EMPTY_TUPLE";
+    case op::SETITEMS:
+      return "SETITEMS";
+    case op::BINFLOAT:
+      return "BINFLOAT";
+    case op::PROTO:
+      return "PROTO";
+    case op::NEWOBJ:
+      return "NEWOBJ";
+    case op::EXT1:
+      return "EXT1";
+    case op::EXT2:
+      return "EXT2";
+    case op::EXT4:
+      return "EXT4";
+    case op::TUPLE1:
+      return "TUPLE1";
+    case op::TUPLE2:
+      return "TUPLE2";
+    case op::TUPLE3:
+      return "TUPLE3";
+    case op::NEWTRUE:
+      return "NEWTRUE";
+    case op::NEWFALSE:
+      return "NEWFALSE";
+    case op::LONG1:
+      return "LONG1";
+    case op::LONG4:
+      return "LONG4";
+    case op::BINBYTES:
+      return "BINBYTES";
+    case op::SHORT_BINBYTES:
+      return "SHORT_BINBYTES";
+    case op::SHORT_BINUNICODE:
+      return "SHORT_BINUNICODE";
+    case op::BINUNICODE8:
+      return "BINUNICODE8";
+    case op::BINBYTES8:
+      return "BINBYTES8";
+    case op::EMPTY_SET:
+      return "EMPTY_SET";
+    case op::ADDITEMS:
+      return "ADDITEMS";
+    case op::FROZENSET:
+      return "FROZENSET";
+    case op::NEWOBJ_EX:
+      return "NEWOBJ_EX";
+    case op::STACK_GLOBAL:
+      return "STACK_GLOBAL";
+    case op::MEMOIZE:
+      return "MEMOIZE";
+    case op::FRAME:
+      return "FRAME";
+    case op::BYTEARRAY8:
+      return "BYTEARRAY8";
+    case op::NEXT_BUFFER:
+      return "NEXT_BUFFER";
+    case op::READONLY_BUFFER:
+      return "READONLY_BUFFER";
+    default:
+      return nullptr;
   }
 }
 
@@ -399,11 +476,11 @@ class Pickler {
  private:
   std::string out_;
   std::uint32_t next_memo_ = 0;
-  std::unordered_map<const void*, std::uint32_t> memo_;         // containers, by identity
-  std::unordered_map<std::string, std::uint32_t> globals_;      // "module\nname"
-  std::unordered_map<std::string, std::uint32_t> constants_;    // "storage", "latin1": one object in Python
-  std::unordered_map<std::string, std::uint32_t> locations_;    // location tags, one object per tag
-  std::unordered_map<std::string, std::uint32_t> storage_keys_; // one str object per storage in torch.save
+  std::unordered_map<const void*, std::uint32_t> memo_;          // containers, by identity
+  std::unordered_map<std::string, std::uint32_t> globals_;       // "module\nname"
+  std::unordered_map<std::string, std::uint32_t> constants_;     // "storage", "latin1": one object in Python
+  std::unordered_map<std::string, std::uint32_t> locations_;     // location tags, one object per tag
+  std::unordered_map<std::string, std::uint32_t> storage_keys_;  // one str object per storage in torch.save
 
   [[noreturn]] static void fail(const std::string& msg) { throw CheckpointError("dtl: pickle: cannot write: " + msg); }
 
@@ -608,24 +685,29 @@ class Pickler {
   }
 
   void save(const Value& v, std::size_t depth) {
-    if (depth > kDumpMaxDepth)
-      fail("the value nests deeper than " + std::to_string(kDumpMaxDepth) + " containers");
+    if (depth > kDumpMaxDepth) fail("the value nests deeper than " + std::to_string(kDumpMaxDepth) + " containers");
     if (const void* id = v.identity()) {
       if (const auto it = memo_.find(id); it != memo_.end()) return get(it->second);
     }
     switch (v.kind()) {
-      case Kind::none: return u8(op::NONE);
-      case Kind::boolean: return u8(v.as_bool() ? op::NEWTRUE : op::NEWFALSE);
-      case Kind::integer: return save_int(v.as_int());
+      case Kind::none:
+        return u8(op::NONE);
+      case Kind::boolean:
+        return u8(v.as_bool() ? op::NEWTRUE : op::NEWFALSE);
+      case Kind::integer:
+        return save_int(v.as_int());
       case Kind::floating: {
         u8(op::BINFLOAT);
         const auto bits = std::bit_cast<std::uint64_t>(v.as_float());
         for (int i = 7; i >= 0; --i) u8(static_cast<std::uint8_t>(bits >> (8 * i)));  // big-endian
         return;
       }
-      case Kind::string: return save_str(v.as_str());
-      case Kind::bytes: return save_bytes(v.as_bytes());
-      case Kind::tensor: return save_tensor(v.as_tensor());
+      case Kind::string:
+        return save_str(v.as_str());
+      case Kind::bytes:
+        return save_bytes(v.as_bytes());
+      case Kind::tensor:
+        return save_tensor(v.as_tensor());
       case Kind::list: {
         u8(op::EMPTY_LIST);
         memo_.emplace(v.identity(), put());
@@ -849,7 +931,8 @@ class Unpickler {
   Value& value_at_top(Kind want, const char* what) {
     Slot& s = top();
     auto* v = std::get_if<Value>(&s.v);
-    if (!v || !v->is(want)) fail_at(std::string(what) + " needs a " + kind_name(want) + " below it, got " + describe(s));
+    if (!v || !v->is(want))
+      fail_at(std::string(what) + " needs a " + kind_name(want) + " below it, got " + describe(s));
     return *v;
   }
   Value make(Value v) {
@@ -887,7 +970,8 @@ class Unpickler {
       if (v->is(Kind::bytes)) cost += v->as_bytes().data.size();
       if (v->is(Kind::tensor)) {
         const auto& t = v->as_tensor();
-        cost += (t.sizes.size() + t.strides.size()) * 8 + t.storage_key.size() + t.storage_type.size() + t.location.size();
+        cost +=
+            (t.sizes.size() + t.strides.size()) * 8 + t.storage_key.size() + t.storage_type.size() + t.location.size();
       }
     } else if (const auto* st = std::get_if<StorageRef>(&s.v)) {
       cost += st->key.size() + st->type.size() + st->location.size();
@@ -902,12 +986,15 @@ class Unpickler {
     if (depth > max_depth_) fail_at("a dict key nests too deeply");
     switch (k.kind()) {
       case Kind::list:
-      case Kind::dict: fail_at(std::string("a ") + kind_name(k.kind()) + " cannot be a dict key (unhashable)");
-      case Kind::tensor: fail_at("a tensor as a dict key is not supported");
+      case Kind::dict:
+        fail_at(std::string("a ") + kind_name(k.kind()) + " cannot be a dict key (unhashable)");
+      case Kind::tensor:
+        fail_at("a tensor as a dict key is not supported");
       case Kind::tuple:
         for (const auto& x : k.as_tuple().items) check_key(x, depth + 1);
         return;
-      default: return;
+      default:
+        return;
     }
   }
 
@@ -949,22 +1036,26 @@ class Unpickler {
     if (module == "collections" && name == "OrderedDict") return Slot{GlobalRef{GlobalRef::ordered_dict, {}, full}};
     if (module == "torch._utils" && name == "_rebuild_tensor_v2")
       return Slot{GlobalRef{GlobalRef::rebuild_tensor_v2, {}, full}};
-    if (module == "torch._utils" && name == "_rebuild_tensor") return Slot{GlobalRef{GlobalRef::rebuild_tensor, {}, full}};
+    if (module == "torch._utils" && name == "_rebuild_tensor")
+      return Slot{GlobalRef{GlobalRef::rebuild_tensor, {}, full}};
     if (module == "torch._utils" && name == "_rebuild_parameter")
       return Slot{GlobalRef{GlobalRef::rebuild_parameter, {}, full}};
-    if (module == "torch" && storage_element_size(name) != 0) return Slot{GlobalRef{GlobalRef::storage_class, name, full}};
+    if (module == "torch" && storage_element_size(name) != 0)
+      return Slot{GlobalRef{GlobalRef::storage_class, name, full}};
     if (module == "_codecs" && name == "encode") return Slot{GlobalRef{GlobalRef::codecs_encode, {}, full}};
     if (module == "builtins" && name == "bytes") return Slot{GlobalRef{GlobalRef::bytes_type, {}, full}};
     // LibTorch's torch::pickle_save (dtl's checkpoints before this format) tags containers
     // with TorchScript types through these identity functions.
-    if (module == "torch.jit._pickle" && name == "restore_type_tag") return Slot{GlobalRef{GlobalRef::type_tag, {}, full}};
+    if (module == "torch.jit._pickle" && name == "restore_type_tag")
+      return Slot{GlobalRef{GlobalRef::type_tag, {}, full}};
     if (module == "torch.jit._pickle" && (name == "build_intlist" || name == "build_doublelist" ||
                                           name == "build_boollist" || name == "build_tensorlist"))
       return Slot{GlobalRef{GlobalRef::typed_list, {}, full}};
     fail_at("refusing the global '" + printable(full) +
             "': dtl loads checkpoints without ever executing code from the file, so it accepts only "
             "collections.OrderedDict, torch._utils._rebuild_tensor_v2/_rebuild_tensor/_rebuild_parameter, "
-            "torch.<Type>Storage, _codecs.encode (bytes) and torch.jit._pickle's type tags. Save tensors and plain containers (e.g. "
+            "torch.<Type>Storage, _codecs.encode (bytes) and torch.jit._pickle's type tags. Save tensors and plain "
+            "containers (e.g. "
             "model.state_dict()) rather than objects of other classes");
   }
 
@@ -1035,8 +1126,10 @@ class Unpickler {
       case GlobalRef::ordered_dict:
         if (!a.empty()) fail_at("collections.OrderedDict is only accepted with no arguments");
         return Slot{new_dict(true)};
-      case GlobalRef::rebuild_tensor_v2: return Slot{rebuild_tensor(a, true)};
-      case GlobalRef::rebuild_tensor: return Slot{rebuild_tensor(a, false)};
+      case GlobalRef::rebuild_tensor_v2:
+        return Slot{rebuild_tensor(a, true)};
+      case GlobalRef::rebuild_tensor:
+        return Slot{rebuild_tensor(a, false)};
       case GlobalRef::rebuild_parameter: {
         // (data, requires_grad, backward_hooks[, state])
         if (a.size() < 3 || a.size() > 4) fail_at("_rebuild_parameter got " + std::to_string(a.size()) + " arguments");
@@ -1080,7 +1173,8 @@ class Unpickler {
         if (!l || !l->is(Kind::list)) fail_at(g.name + " is only accepted with one list");
         return Slot{*l};
       }
-      case GlobalRef::storage_class: break;
+      case GlobalRef::storage_class:
+        break;
     }
     fail_at("calling " + g.name + " is not supported (storages come from persistent ids)");
   }
@@ -1137,26 +1231,42 @@ class Unpickler {
         result_ = data(pop(), "the pickled object");
         return true;
       }
-      case op::MARK: marks_.push_back(stack_.size()); return false;
+      case op::MARK:
+        marks_.push_back(stack_.size());
+        return false;
       case op::POP:
         if (stack_.size() > base())
           stack_.pop_back();
         else
           pop_mark();
         return false;
-      case op::POP_MARK: pop_mark(); return false;
+      case op::POP_MARK:
+        pop_mark();
+        return false;
       case op::DUP: {
         Slot copy = top();
         charge(copy);
         push(std::move(copy));
         return false;
       }
-      case op::NONE: push(Value()); return false;
-      case op::NEWTRUE: push(Value(true)); return false;
-      case op::NEWFALSE: push(Value(false)); return false;
-      case op::BININT: push(Value(static_cast<std::int32_t>(static_cast<std::uint32_t>(le(4))))); return false;
-      case op::BININT1: push(Value(static_cast<std::int64_t>(u8()))); return false;
-      case op::BININT2: push(Value(static_cast<std::int64_t>(le(2)))); return false;
+      case op::NONE:
+        push(Value());
+        return false;
+      case op::NEWTRUE:
+        push(Value(true));
+        return false;
+      case op::NEWFALSE:
+        push(Value(false));
+        return false;
+      case op::BININT:
+        push(Value(static_cast<std::int32_t>(static_cast<std::uint32_t>(le(4)))));
+        return false;
+      case op::BININT1:
+        push(Value(static_cast<std::int64_t>(u8())));
+        return false;
+      case op::BININT2:
+        push(Value(static_cast<std::int64_t>(le(2))));
+        return false;
       case op::LONG1: {
         const auto n = u8();
         push(Value(decode_long(take(n))));
@@ -1174,22 +1284,42 @@ class Unpickler {
         push(Value(std::bit_cast<double>(bits)));
         return false;
       }
-      case op::SHORT_BINUNICODE: push(Value(text(take(u8())))); return false;
-      case op::BINUNICODE: push(Value(text(take(le(4))))); return false;
-      case op::BINUNICODE8: push(Value(text(take(le(8))))); return false;
-      case op::SHORT_BINSTRING: push(Value(text(take(u8())))); return false;  // Python 2 str, read as UTF-8
+      case op::SHORT_BINUNICODE:
+        push(Value(text(take(u8()))));
+        return false;
+      case op::BINUNICODE:
+        push(Value(text(take(le(4)))));
+        return false;
+      case op::BINUNICODE8:
+        push(Value(text(take(le(8)))));
+        return false;
+      case op::SHORT_BINSTRING:
+        push(Value(text(take(u8()))));
+        return false;  // Python 2 str, read as UTF-8
       case op::BINSTRING: {
         const auto n = static_cast<std::int32_t>(static_cast<std::uint32_t>(le(4)));
         if (n < 0) fail_at("a negative length");
         push(Value(text(take(static_cast<std::uint64_t>(n)))));
         return false;
       }
-      case op::SHORT_BINBYTES: push(Value(Bytes{std::string(take(u8()))})); return false;
-      case op::BINBYTES: push(Value(Bytes{std::string(take(le(4)))})); return false;
-      case op::BINBYTES8: push(Value(Bytes{std::string(take(le(8)))})); return false;
-      case op::EMPTY_LIST: push(new_list()); return false;
-      case op::EMPTY_DICT: push(new_dict(false)); return false;
-      case op::EMPTY_TUPLE: push(new_tuple({})); return false;
+      case op::SHORT_BINBYTES:
+        push(Value(Bytes{std::string(take(u8()))}));
+        return false;
+      case op::BINBYTES:
+        push(Value(Bytes{std::string(take(le(4)))}));
+        return false;
+      case op::BINBYTES8:
+        push(Value(Bytes{std::string(take(le(8)))}));
+        return false;
+      case op::EMPTY_LIST:
+        push(new_list());
+        return false;
+      case op::EMPTY_DICT:
+        push(new_dict(false));
+        return false;
+      case op::EMPTY_TUPLE:
+        push(new_tuple({}));
+        return false;
       case op::LIST: {
         auto items = pop_mark();
         Value l = new_list();
@@ -1203,7 +1333,9 @@ class Unpickler {
         set_items(items);
         return false;
       }
-      case op::TUPLE: push(make_tuple(pop_mark())); return false;
+      case op::TUPLE:
+        push(make_tuple(pop_mark()));
+        return false;
       case op::TUPLE1:
       case op::TUPLE2:
       case op::TUPLE3: {
@@ -1238,10 +1370,18 @@ class Unpickler {
         set_items(items);
         return false;
       }
-      case op::BINGET: memo_get(u8()); return false;
-      case op::LONG_BINGET: memo_get(le(4)); return false;
-      case op::BINPUT: memo_put(u8()); return false;
-      case op::LONG_BINPUT: memo_put(le(4)); return false;
+      case op::BINGET:
+        memo_get(u8());
+        return false;
+      case op::LONG_BINGET:
+        memo_get(le(4));
+        return false;
+      case op::BINPUT:
+        memo_put(u8());
+        return false;
+      case op::LONG_BINPUT:
+        memo_put(le(4));
+        return false;
       case op::MEMOIZE: {
         if (memo_.size() >= std::numeric_limits<std::uint32_t>::max()) fail_at("too many memo entries");
         memo_put(memo_.size());
@@ -1292,21 +1432,25 @@ class Unpickler {
         }
         return false;
       }
-      case op::BINPERSID: push(persistent(pop())); return false;
+      case op::BINPERSID:
+        push(persistent(pop()));
+        return false;
       case op::INST:
       case op::OBJ:
       case op::NEWOBJ_EX:
       case op::EXT1:
       case op::EXT2:
       case op::EXT4:
-        fail_at("refusing to create an object: dtl loads checkpoints without executing code from the file; "
-                "save tensors and plain containers instead");
+        fail_at(
+            "refusing to create an object: dtl loads checkpoints without executing code from the file; "
+            "save tensors and plain containers instead");
       case op::EMPTY_SET:
       case op::ADDITEMS:
       case op::FROZENSET:
       case op::BYTEARRAY8:
       case op::NEXT_BUFFER:
-      case op::READONLY_BUFFER: fail_at("sets, bytearrays and out-of-band buffers are not supported in checkpoints");
+      case op::READONLY_BUFFER:
+        fail_at("sets, bytearrays and out-of-band buffers are not supported in checkpoints");
       case op::INT:
       case op::LONG:
       case op::FLOAT:
@@ -1337,10 +1481,14 @@ class Unpickler {
     auto& height = reached_;  // kActive while on the path
     const auto count = [](const Value& v) -> std::size_t {
       switch (v.kind()) {
-        case Kind::list: return v.as_list().items.size();
-        case Kind::tuple: return v.as_tuple().items.size();
-        case Kind::dict: return 2 * (v.as_dict().items.size() + v.as_dict().attributes.size());
-        default: return 0;
+        case Kind::list:
+          return v.as_list().items.size();
+        case Kind::tuple:
+          return v.as_tuple().items.size();
+        case Kind::dict:
+          return 2 * (v.as_dict().items.size() + v.as_dict().attributes.size());
+        default:
+          return 0;
       }
     };
     const auto child = [](const Value& v, std::size_t i) -> const Value& {

@@ -21,9 +21,9 @@
 #include <bit>
 #include <cerrno>
 #include <condition_variable>
-#include <deque>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -45,19 +45,32 @@ static_assert(std::endian::native == std::endian::little,
 /// that dtl supports (quantized and complex-half types).
 [[nodiscard]] inline const char* storage_type_name(at::ScalarType t) noexcept {
   switch (t) {
-    case at::kFloat: return "FloatStorage";
-    case at::kDouble: return "DoubleStorage";
-    case at::kHalf: return "HalfStorage";
-    case at::kBFloat16: return "BFloat16Storage";
-    case at::kLong: return "LongStorage";
-    case at::kInt: return "IntStorage";
-    case at::kShort: return "ShortStorage";
-    case at::kChar: return "CharStorage";
-    case at::kByte: return "ByteStorage";
-    case at::kBool: return "BoolStorage";
-    case at::kComplexFloat: return "ComplexFloatStorage";
-    case at::kComplexDouble: return "ComplexDoubleStorage";
-    default: return nullptr;
+    case at::kFloat:
+      return "FloatStorage";
+    case at::kDouble:
+      return "DoubleStorage";
+    case at::kHalf:
+      return "HalfStorage";
+    case at::kBFloat16:
+      return "BFloat16Storage";
+    case at::kLong:
+      return "LongStorage";
+    case at::kInt:
+      return "IntStorage";
+    case at::kShort:
+      return "ShortStorage";
+    case at::kChar:
+      return "CharStorage";
+    case at::kByte:
+      return "ByteStorage";
+    case at::kBool:
+      return "BoolStorage";
+    case at::kComplexFloat:
+      return "ComplexFloatStorage";
+    case at::kComplexDouble:
+      return "ComplexDoubleStorage";
+    default:
+      return nullptr;
   }
 }
 
@@ -107,7 +120,9 @@ class IValueToPickle {
   std::vector<SavedStorage> storages_;
   std::unordered_map<const void*, pickle::Value> shared_;  // lists and dicts by identity
 
-  [[noreturn]] static void fail(const std::string& msg) { throw CheckpointError("dtl: checkpoint: cannot save: " + msg); }
+  [[noreturn]] static void fail(const std::string& msg) {
+    throw CheckpointError("dtl: checkpoint: cannot save: " + msg);
+  }
 
   pickle::TensorRef tensor(const at::Tensor& t) {
     if (!t.defined()) fail("an undefined tensor (save None instead)");
@@ -202,7 +217,8 @@ class PickleToIValue {
     const auto dtype = storage_scalar_type(r.storage_type);
     const auto need = pickle::required_storage_numel(r);
     if (need < 0 || need > r.storage_numel)
-      fail("a tensor view does not fit its storage '" + pickle::impl::printable(r.storage_key) + "'");  // load checks too
+      fail("a tensor view does not fit its storage '" + pickle::impl::printable(r.storage_key) +
+           "'");  // load checks too
     c10::Storage storage = storage_for_(r);
     at::Tensor t = at::empty({0}, at::TensorOptions().dtype(dtype)).set_(storage, r.storage_offset, r.sizes, r.strides);
     if (r.requires_grad) {
@@ -232,13 +248,20 @@ class PickleToIValue {
   c10::IValue convert(const pickle::Value& v, std::size_t depth) {
     if (depth > kMaxIValueDepth) fail("the value nests deeper than " + std::to_string(kMaxIValueDepth) + " levels");
     switch (v.kind()) {
-      case pickle::Kind::none: return {};
-      case pickle::Kind::boolean: return v.as_bool();
-      case pickle::Kind::integer: return v.as_int();
-      case pickle::Kind::floating: return v.as_float();
-      case pickle::Kind::string: return v.as_str();
-      case pickle::Kind::bytes: return v.as_bytes().data;  // IValue has no bytes; a std::string holds them
-      case pickle::Kind::tensor: return tensor(v.as_tensor());
+      case pickle::Kind::none:
+        return {};
+      case pickle::Kind::boolean:
+        return v.as_bool();
+      case pickle::Kind::integer:
+        return v.as_int();
+      case pickle::Kind::floating:
+        return v.as_float();
+      case pickle::Kind::string:
+        return v.as_str();
+      case pickle::Kind::bytes:
+        return v.as_bytes().data;  // IValue has no bytes; a std::string holds them
+      case pickle::Kind::tensor:
+        return tensor(v.as_tensor());
       case pickle::Kind::tuple: {
         std::vector<c10::IValue> items;
         for (const auto& x : v.as_tuple().items) items.push_back(convert(x, depth + 1));
@@ -430,7 +453,7 @@ class FdSink {
 /// (called once per tensor; cache per key to keep views sharing memory). An OrderedDict's
 /// attributes (a state_dict's `_metadata`) are dropped. Shared containers stay shared.
 [[nodiscard]] inline c10::IValue from_pickle_value(const pickle::Value& v,
-                                                    std::function<c10::Storage(const pickle::TensorRef&)> storage_for) {
+                                                   std::function<c10::Storage(const pickle::TensorRef&)> storage_for) {
   return impl::PickleToIValue(std::move(storage_for)).run(v);
 }
 

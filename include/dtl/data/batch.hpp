@@ -21,16 +21,24 @@
 namespace dtl {
 namespace detail {
 
-template <class T> struct is_tuple_like : std::false_type {};
-template <class... Ts> struct is_tuple_like<std::tuple<Ts...>> : std::true_type {};
-template <class A, class B> struct is_tuple_like<std::pair<A, B>> : std::true_type {};
-template <class T, std::size_t N> struct is_tuple_like<std::array<T, N>> : std::true_type {};
+template <class T>
+struct is_tuple_like : std::false_type {};
+template <class... Ts>
+struct is_tuple_like<std::tuple<Ts...>> : std::true_type {};
+template <class A, class B>
+struct is_tuple_like<std::pair<A, B>> : std::true_type {};
+template <class T, std::size_t N>
+struct is_tuple_like<std::array<T, N>> : std::true_type {};
 
-template <class T> struct is_vector : std::false_type {};
-template <class T, class A> struct is_vector<std::vector<T, A>> : std::true_type {};
+template <class T>
+struct is_vector : std::false_type {};
+template <class T, class A>
+struct is_vector<std::vector<T, A>> : std::true_type {};
 
-template <class T> struct is_string_map : std::false_type {};
-template <class V, class C, class A> struct is_string_map<std::map<std::string, V, C, A>> : std::true_type {};
+template <class T>
+struct is_string_map : std::false_type {};
+template <class V, class C, class A>
+struct is_string_map<std::map<std::string, V, C, A>> : std::true_type {};
 template <class V, class H, class E, class A>
 struct is_string_map<std::unordered_map<std::string, V, H, E, A>> : std::true_type {};
 
@@ -46,7 +54,8 @@ constexpr bool contains_tensor() {
   } else if constexpr (is_tuple_like<U>::value) {
     return []<std::size_t... I>(std::index_sequence<I...>) {
       return (contains_tensor<std::tuple_element_t<I, U>>() || ...);
-    }(std::make_index_sequence<std::tuple_size_v<U>>{});
+    }
+    (std::make_index_sequence<std::tuple_size_v<U>>{});
   } else if constexpr (is_vector<U>::value) {
     return contains_tensor<typename U::value_type>();
   } else if constexpr (is_string_map<U>::value) {

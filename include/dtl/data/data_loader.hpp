@@ -20,8 +20,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
-#include <memory>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <ranges>
 #include <span>
@@ -138,8 +138,7 @@ class DataLoader {
   using sampler_storage = std::conditional_t<has_user_sampler, BatchSampler, std::monostate>;
 
  public:
-  DataLoader(D dataset, DataLoaderOptions options, Collate collate = {})
-    requires(!has_user_sampler)
+  DataLoader(D dataset, DataLoaderOptions options, Collate collate = {}) requires(!has_user_sampler)
       : dataset_(std::move(dataset)), options_(options), collate_(std::move(collate)) {
     if (options_.batch_size < 1)
       throw DataError("dtl::DataLoader: batch_size must be >= 1 (got " + std::to_string(options_.batch_size) + ")");
@@ -148,12 +147,16 @@ class DataLoader {
 
   /// torch's `DataLoader(dataset, batch_sampler=...)`: `batch_size`, `shuffle` and `drop_last`
   /// must keep their defaults, since the batch sampler decides them.
-  DataLoader(D dataset, BatchSampler batch_sampler, DataLoaderOptions options = {}, Collate collate = {})
-    requires(has_user_sampler && detail::check_batch_sampler<BatchSampler>())
-      : dataset_(std::move(dataset)), options_(options), collate_(std::move(collate)), sampler_(std::move(batch_sampler)) {
+  DataLoader(D dataset, BatchSampler batch_sampler, DataLoaderOptions options = {},
+             Collate collate = {}) requires(has_user_sampler&& detail::check_batch_sampler<BatchSampler>())
+      : dataset_(std::move(dataset)),
+        options_(options),
+        collate_(std::move(collate)),
+        sampler_(std::move(batch_sampler)) {
     if (options_.batch_size != 1 || options_.shuffle || options_.drop_last)
-      throw DataError("dtl::DataLoader: batch_sampler is mutually exclusive with batch_size, shuffle and drop_last "
-                      "(as in torch.utils.data.DataLoader): leave those at their defaults");
+      throw DataError(
+          "dtl::DataLoader: batch_sampler is mutually exclusive with batch_size, shuffle and drop_last "
+          "(as in torch.utils.data.DataLoader): leave those at their defaults");
     check_workers();
   }
 
@@ -411,7 +414,8 @@ class DataLoader {
   }
   static void check_world(const AdaptOptions& a) {
     if (a.world < 1 || a.rank < 0 || a.rank >= a.world)
-      throw DataError("dtl::DataLoader: rank " + std::to_string(a.rank) + " is not in [0, " + std::to_string(a.world) + ")");
+      throw DataError("dtl::DataLoader: rank " + std::to_string(a.rank) + " is not in [0, " + std::to_string(a.world) +
+                      ")");
   }
 
   D dataset_;
@@ -424,8 +428,9 @@ class DataLoader {
 template <class D, class Collate = DefaultCollate>
 DataLoader(D, DataLoaderOptions, Collate = {}) -> DataLoader<D, Collate>;
 template <class D, class BatchSampler, class Collate = DefaultCollate>
-  requires(!std::is_convertible_v<BatchSampler, DataLoaderOptions>)
-DataLoader(D, BatchSampler, DataLoaderOptions = {}, Collate = {}) -> DataLoader<D, Collate, BatchSampler>;
+requires(!std::is_convertible_v<BatchSampler, DataLoaderOptions>)
+    DataLoader(D, BatchSampler, DataLoaderOptions = {}, Collate = {})
+->DataLoader<D, Collate, BatchSampler>;
 
 }  // namespace dtl
 

@@ -47,7 +47,9 @@ class Prefetcher {
   ~Prefetcher() { shutdown(); }
 
   /// Slots free for submit().
-  [[nodiscard]] bool has_room() const noexcept { return submitted_ - taken_ < static_cast<std::int64_t>(slots_.size()); }
+  [[nodiscard]] bool has_room() const noexcept {
+    return submitted_ - taken_ < static_cast<std::int64_t>(slots_.size());
+  }
   /// Batches handed out and not yet taken back.
   [[nodiscard]] bool pending() const noexcept { return submitted_ > taken_; }
 
@@ -96,7 +98,9 @@ class Prefetcher {
     bool ready = false;  // guarded by mutex_
   };
 
-  Slot& slot(std::int64_t seq) { return slots_[static_cast<std::size_t>(seq % static_cast<std::int64_t>(slots_.size()))]; }
+  Slot& slot(std::int64_t seq) {
+    return slots_[static_cast<std::size_t>(seq % static_cast<std::int64_t>(slots_.size()))];
+  }
 
   void work() {
     for (;;) {

@@ -203,9 +203,7 @@ class BasicProgressLine {
   static constexpr std::int64_t never = std::numeric_limits<std::int64_t>::max();
   using duration = typename Clock::duration;
 
-  static duration to_duration(std::chrono::duration<double> d) {
-    return std::chrono::duration_cast<duration>(d);
-  }
+  static duration to_duration(std::chrono::duration<double> d) { return std::chrono::duration_cast<duration>(d); }
   static double seconds(duration d) { return std::chrono::duration<double>(d).count(); }
 
   // The slow path of update(): kept out of line so that the per-batch call stays small.

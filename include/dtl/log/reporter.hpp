@@ -39,8 +39,8 @@ inline ScalarMetrics scalar_metrics(const MetricsJson& metrics) {
 
 /// What the console shows.
 struct ReporterOptions {
-  bool quiet = false;                   ///< no console output (files are still written)
-  SummaryWriter* tensorboard = nullptr; ///< where Determined's TensorBoard scalars go; none if null
+  bool quiet = false;                    ///< no console output (files are still written)
+  SummaryWriter* tensorboard = nullptr;  ///< where Determined's TensorBoard scalars go; none if null
 };
 
 class Reporter {
@@ -86,7 +86,8 @@ class Reporter {
     if (!chief_) return;
     const auto& metrics = report.avg_metrics;
     write("training", steps, epochs, metrics, t, timings);
-    if (tb_ && timings.is_object()) tb_->writer().write_metrics("Determined/profiling/", scalar_metrics(timings), steps);
+    if (tb_ && timings.is_object())
+      tb_->writer().write_metrics("Determined/profiling/", scalar_metrics(timings), steps);
     if (tb_) tb_->on_train_step_end(steps, scalar_metrics(metrics), report.column_names, report.columns);
     if (train_progress_ && metrics.contains("loss") && metrics["loss"].is_number())
       train_progress_->set_loss(metrics["loss"].get<double>());
@@ -106,8 +107,8 @@ class Reporter {
     write("validation", steps, epochs, metrics, t);
     if (tb_) tb_->on_validation_step_end(steps, scalar_metrics(metrics));
     std::ostringstream line;
-    line << "[valid] batch " << steps << " epoch " << epochs << " " << summary(metrics) << " | "
-         << fixed(t.seconds, 2) << " s";
+    line << "[valid] batch " << steps << " epoch " << epochs << " " << summary(metrics) << " | " << fixed(t.seconds, 2)
+         << " s";
     print(line.str());
   }
 

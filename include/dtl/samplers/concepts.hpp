@@ -35,11 +35,10 @@ concept HasDeterminedLength = requires(const P& cp) {
 ///
 ///     static_assert(Sampler<decltype(sequential(10) | shuffle(1) | batch(2))>);
 template <class P>
-concept Sampler = std::ranges::input_range<P> && HasDeterminedLength<P> && ResumableRange<P> &&
-                  requires {
-                    { P::is_batched } -> std::convertible_to<bool>;
-                    { P::is_endless } -> std::convertible_to<bool>;
-                  };
+concept Sampler = std::ranges::input_range<P> && HasDeterminedLength<P> && ResumableRange<P> && requires {
+  { P::is_batched } -> std::convertible_to<bool>;
+  { P::is_endless } -> std::convertible_to<bool>;
+};
 
 /// A sampler yielding single indices (no batch() stage).
 ///

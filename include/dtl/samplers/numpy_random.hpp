@@ -104,9 +104,11 @@ class NumpyRandomState {
     const std::uint64_t mask = smallest_mask(max);
     std::uint64_t value = 0;
     if (max <= 0xffffffffULL) {
-      do value = next_uint32() & mask; while (value > max);
+      do value = next_uint32() & mask;
+      while (value > max);
     } else {
-      do value = next_uint64() & mask; while (value > max);
+      do value = next_uint64() & mask;
+      while (value > max);
     }
     return value;
   }
@@ -123,8 +125,8 @@ class NumpyRandomState {
 
   /// Leaves the generator exactly where shuffle() of n items would, without the items.
   /// Cost: the same MT19937 draws as the shuffle (n-1 `random_interval` calls, on average under
-  /// 1.5 draws each because of rejection; about 2 ns per item here), no memory and no swaps. The number of draws depends on
-  /// the values drawn, so there is no closed-form jump; this is the cheapest exact way.
+  /// 1.5 draws each because of rejection; about 2 ns per item here), no memory and no swaps. The number of draws
+  /// depends on the values drawn, so there is no closed-form jump; this is the cheapest exact way.
   void discard_shuffle(std::uint64_t n) noexcept {
     draw_shuffle(n, [](std::uint64_t, std::uint64_t) noexcept {});
   }
@@ -195,7 +197,8 @@ class NumpyRandomState {
       for (; i > 0xffffffffULL && i >= bottom; --i) {
         if ((mask >> 1) >= i) mask >>= 1;
         std::uint64_t j = 0;
-        do j = next_uint64() & mask; while (j > i);
+        do j = next_uint64() & mask;
+        while (j > i);
         on_draw(i, j);
       }
       if (i < bottom) return;
@@ -206,7 +209,8 @@ class NumpyRandomState {
     for (; i32 >= stop; --i32) {
       if ((mask32 >> 1) >= i32) mask32 >>= 1;
       std::uint32_t j = 0;
-      do j = next_uint32() & mask32; while (j > i32);
+      do j = next_uint32() & mask32;
+      while (j > i32);
       on_draw(i32, j);
     }
   }

@@ -180,9 +180,10 @@ template <class Node>
 inline constexpr bool is_pipeline<samplers::pipeline<Node>> = true;
 
 template <class T>
-inline constexpr bool is_stage = std::is_same_v<T, samplers::shuffle_stage> || std::is_same_v<T, samplers::repeat_stage> ||
-                                 std::is_same_v<T, samplers::shard_stage> || std::is_same_v<T, samplers::batch_stage> ||
-                                 std::is_same_v<T, samplers::skip_stage>;
+inline constexpr bool is_stage =
+    std::is_same_v<T, samplers::shuffle_stage> || std::is_same_v<T, samplers::repeat_stage> ||
+    std::is_same_v<T, samplers::shard_stage> || std::is_same_v<T, samplers::batch_stage> ||
+    std::is_same_v<T, samplers::skip_stage>;
 
 struct pipeline_access {
   template <class Node>
@@ -275,7 +276,7 @@ auto from(R&& range) {
 ///     auto training = sequential(n) | shuffle(seed) | batch(b) | repeat() | shard(rank, world) | skip(k);
 ///     // sequential(n) | repeat() | shuffle(seed)   -> error: "dtl: shuffle() after repeat() never ends ..."
 template <class Left, class Stage>
-  requires detail::is_stage<std::remove_cvref_t<Stage>>
+requires detail::is_stage<std::remove_cvref_t<Stage>>
 auto operator|(Left&& left, Stage&& stage) {
   using L = std::remove_cvref_t<Left>;
   using S = std::remove_cvref_t<Stage>;
