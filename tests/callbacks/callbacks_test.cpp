@@ -61,8 +61,8 @@ class ScriptedTrial : public dtl::PyTorchTrial<ScriptedTrial> {
       ctx.wrap_lr_scheduler(dtl::lr::StepLR(opt0, 1, *o_.step_lr_gamma), dtl::StepMode::every_epoch);
   }
 
-  auto build_training_data_loader() { return dtl::DataLoader(ones(o_.train_size), {.batch_size = 4}); }
-  auto build_validation_data_loader() { return dtl::DataLoader(ones(4), {.batch_size = 4}); }
+  auto build_training_data_loader() { return dtl::DataLoader(test::ones(o_.train_size), {.batch_size = 4}); }
+  auto build_validation_data_loader() { return dtl::DataLoader(test::ones(4), {.batch_size = 4}); }
   dtl::Callbacks build_callbacks() {
     auto all = callbacks;
     all.emplace_back("recorder", std::make_shared<test::RecordingCallback>(rec_));
@@ -87,9 +87,6 @@ class ScriptedTrial : public dtl::PyTorchTrial<ScriptedTrial> {
   std::shared_ptr<torch::optim::SGD> opt0, opt1;
 
  private:
-  static dtl::TensorDataset<2> ones(std::int64_t n) {
-    return dtl::TensorDataset(torch::ones({n, 1}), torch::ones({n, 1}));
-  }
   dtl::PyTorchTrialContext& ctx_;
   test::Record& rec_;
   Options o_;
@@ -718,8 +715,8 @@ class DocsTrial : public dtl::PyTorchTrial<DocsTrial> {
         {"lr_monitor", std::make_shared<LearningRateMonitor>(ctx_)},
     };
   }
-  auto build_training_data_loader() { return dtl::DataLoader(ones(16), {.batch_size = 4}); }
-  auto build_validation_data_loader() { return dtl::DataLoader(ones(4), {.batch_size = 4}); }
+  auto build_training_data_loader() { return dtl::DataLoader(test::ones(16), {.batch_size = 4}); }
+  auto build_validation_data_loader() { return dtl::DataLoader(test::ones(4), {.batch_size = 4}); }
   dtl::Metrics train_batch(std::tuple<torch::Tensor, torch::Tensor>& b, std::int64_t, std::int64_t) {
     auto loss = torch::mse_loss(model_(std::get<0>(b)), std::get<1>(b));
     ctx_.backward(loss);
@@ -729,9 +726,6 @@ class DocsTrial : public dtl::PyTorchTrial<DocsTrial> {
   dtl::Metrics evaluate_batch(std::tuple<torch::Tensor, torch::Tensor>&) { return {{"validation_loss", 1.0}}; }
 
  private:
-  static dtl::TensorDataset<2> ones(std::int64_t n) {
-    return dtl::TensorDataset(torch::ones({n, 1}), torch::ones({n, 1}));
-  }
   dtl::PyTorchTrialContext& ctx_;
   torch::nn::Linear model_{nullptr};
   std::shared_ptr<torch::optim::SGD> opt_;

@@ -45,8 +45,8 @@ class ReducerTrial : public dtl::PyTorchTrial<ReducerTrial> {
     by_function_ = ctx.wrap_reducer(weighted_sum, "by_function");
     count_ = ctx.wrap_reducer(CountAsLoss{}, dtl::ReducerPhases{.for_validation = false});
   }
-  auto build_training_data_loader() { return dtl::DataLoader(ones(64), {.batch_size = 4}); }
-  auto build_validation_data_loader() { return dtl::DataLoader(ones(64), {.batch_size = 4}); }
+  auto build_training_data_loader() { return dtl::DataLoader(test::ones(64), {.batch_size = 4}); }
+  auto build_validation_data_loader() { return dtl::DataLoader(test::ones(64), {.batch_size = 4}); }
   dtl::Metrics train_batch(Batch& b, std::int64_t, std::int64_t batch_idx) {
     feed(b, batch_idx);
     count_->update(1.0);
@@ -61,9 +61,6 @@ class ReducerTrial : public dtl::PyTorchTrial<ReducerTrial> {
   }
 
  private:
-  static dtl::TensorDataset<2> ones(std::int64_t n) {
-    return dtl::TensorDataset(torch::ones({n, 1}), torch::ones({n, 1}));
-  }
   void feed(Batch& b, std::int64_t idx) {
     const double label_sum = std::get<1>(b).sum().item<double>();
     by_class_->update(label_sum, idx);
@@ -140,8 +137,9 @@ TEST_CASE("T11: a function reducer sees every rank's values in data order (1, 3,
     for (std::int64_t r = 0; r < world; ++r) {  // every rank computes the same result
       dtl::detail::WrappedReducer::OpsFor<Reducer> ops(ranks[static_cast<std::size_t>(r)]);
       const auto values = ops.cross_slot(std::vector<nlohmann::json>(gathered.begin(), gathered.end()));
-      CHECK(values.get<std::vector<std::int64_t>>() == expected);
-      CHECK(std::accumulate(expected.begin(), expected.end(), std::int64_t{0}) == 1081);
+      const auto got = values.get<std::vector<std::int64_t>>();
+      CHECK(got == expected);
+      CHECK(std::accumulate(got.begin(), got.end(), std::int64_t{0}) == 1081);
     }
   }
 }

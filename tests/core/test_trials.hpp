@@ -16,6 +16,11 @@ inline std::filesystem::path temp_run_dir(const std::string& name) {
   return dir;
 }
 
+/// Determined's OnesDataset: n examples whose input and label are both 1.
+inline dtl::TensorDataset<2> ones(std::int64_t n) {
+  return dtl::TensorDataset(torch::ones({n, 1}), torch::ones({n, 1}));
+}
+
 /// The checkpoint `<run>/checkpoints/latest` points to.
 inline std::filesystem::path latest_checkpoint(const std::filesystem::path& run) {
   return dtl::detail::Checkpointer(run / "checkpoints").resolve("latest");

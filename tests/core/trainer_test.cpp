@@ -204,8 +204,8 @@ class FullDatasetTrial : public dtl::PyTorchTrial<FullDatasetTrial> {
     }
     opt_ = ctx.wrap_optimizer(torch::optim::SGD(model_->parameters(), 0.001));
   }
-  auto build_training_data_loader() { return dtl::DataLoader(ones(64), {.batch_size = 4}); }
-  auto build_validation_data_loader() { return dtl::DataLoader(ones(10), {.batch_size = 4}); }
+  auto build_training_data_loader() { return dtl::DataLoader(test::ones(64), {.batch_size = 4}); }
+  auto build_validation_data_loader() { return dtl::DataLoader(test::ones(10), {.batch_size = 4}); }
   dtl::Metrics train_batch(std::tuple<torch::Tensor, torch::Tensor>& b, std::int64_t, std::int64_t) {
     auto loss = torch::mse_loss(model_(std::get<0>(b)), std::get<1>(b));
     ctx_.backward(loss);
@@ -228,9 +228,6 @@ class FullDatasetTrial : public dtl::PyTorchTrial<FullDatasetTrial> {
   bool grad_enabled_during_validation = false;
 
  private:
-  static dtl::TensorDataset<2> ones(std::int64_t n) {
-    return dtl::TensorDataset(torch::ones({n, 1}), torch::ones({n, 1}));
-  }
   dtl::PyTorchTrialContext& ctx_;
   torch::nn::Linear model_{nullptr};
   std::shared_ptr<torch::optim::SGD> opt_;
