@@ -66,6 +66,28 @@ struct AdaptOptions {
 
 namespace detail {
 
+/// The iterator of a stream that holds its current batch itself: a pointer back to the stream,
+/// which provides `current()`, `advance()` and `at_end()` (and befriends this class).
+template <class S, class B>
+class stream_iterator {
+ public:
+  using value_type = B;
+  using difference_type = std::ptrdiff_t;
+  stream_iterator() = default;
+  explicit stream_iterator(S* s) : s_(s) {}
+  B& operator*() const { return s_->current(); }
+  stream_iterator& operator++() {
+    s_->advance();
+    return *this;
+  }
+  void operator++(int) { ++*this; }
+  friend bool operator==(const stream_iterator& i, std::default_sentinel_t) { return i.done(); }
+
+ private:
+  bool done() const { return s_->at_end(); }
+  S* s_ = nullptr;
+};
+
 /// The DataLoader's own batch sampler: a tag that means "build it from batch_size, shuffle and
 /// drop_last" (torch's default RandomSampler/SequentialSampler + BatchSampler).
 struct default_batch_sampler {};
@@ -223,24 +245,7 @@ class DataLoader {
     Stream(Stream&&) noexcept = default;  ///< only before begin(): iterators point at the stream
     Stream& operator=(Stream&&) noexcept = default;
 
-    class iterator {
-     public:
-      using value_type = batch_type;
-      using difference_type = std::ptrdiff_t;
-      iterator() = default;
-      explicit iterator(Stream* s) : s_(s) {}
-      batch_type& operator*() const { return s_->current(); }
-      iterator& operator++() {
-        s_->advance();
-        return *this;
-      }
-      void operator++(int) { ++*this; }
-      friend bool operator==(const iterator& i, std::default_sentinel_t) { return i.done(); }
-
-     private:
-      bool done() const { return s_->at_end(); }
-      Stream* s_ = nullptr;
-    };
+    using iterator = detail::stream_iterator<Stream, batch_type>;
 
     /// Starts the pass (or continues from the state it was restored to).
     iterator begin() {
@@ -273,6 +278,7 @@ class DataLoader {
     }
 
    private:
+    friend iterator;
     batch_type& current() {
       if (!current_) {
         if (prefetcher_) {

@@ -53,23 +53,7 @@ class RepeatingStream {
   using batch_type = std::ranges::range_value_t<L>;
   explicit RepeatingStream(L& loader) : loader_(&loader) {}
 
-  class iterator {
-   public:
-    using value_type = batch_type;
-    using difference_type = std::ptrdiff_t;
-    iterator() = default;
-    explicit iterator(RepeatingStream* s) : s_(s) {}
-    batch_type& operator*() const { return s_->current(); }
-    iterator& operator++() {
-      s_->advance();
-      return *this;
-    }
-    void operator++(int) { ++*this; }
-    friend bool operator==(const iterator&, std::default_sentinel_t) noexcept { return false; }
-
-   private:
-    RepeatingStream* s_ = nullptr;
-  };
+  using iterator = stream_iterator<RepeatingStream, batch_type>;
 
   iterator begin() {
     restart();
@@ -80,6 +64,8 @@ class RepeatingStream {
   [[nodiscard]] std::optional<samplers::sampler_state> state() const { return std::nullopt; }
 
  private:
+  friend iterator;
+  static constexpr bool at_end() noexcept { return false; }  // repeats for ever
   void restart() {
     it_.emplace(std::ranges::begin(*loader_));
     if (*it_ == std::ranges::end(*loader_))
