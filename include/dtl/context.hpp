@@ -9,6 +9,8 @@
 #include <dtl/config/experiment_config.hpp>
 #include <dtl/config/hparams.hpp>
 #include <dtl/data/batch.hpp>
+#include <dtl/distributed/data_parallel.hpp>
+#include <dtl/distributed/distributed_context.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/log/tensorboard.hpp>
 #include <dtl/lr_scheduler.hpp>
@@ -18,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
@@ -48,14 +51,6 @@ struct CheckpointAccess;
 
 /// No gradient clipping (step_optimizer's default).
 struct NoClip {};
-
-/// Where this process sits in a (possibly single-process) distributed run.
-struct DistributedContext {
-  std::int64_t rank = 0;
-  std::int64_t size = 1;
-  std::int64_t local_rank = 0;
-  [[nodiscard]] bool is_chief() const noexcept { return rank == 0; }
-};
 
 /// What the command line asked of fit(); it overrides fit's arguments from code.
 struct RunOverrides {
@@ -93,15 +88,28 @@ class PyTorchTrialContext {
 
   /// Registers a model (a ModuleHolder such as `torch::nn::Linear`, a `TORCH_MODULE` type, or a
   /// `std::shared_ptr<Module>`), moves it to `device()`, and returns it. Checkpoints save
-  /// models in wrap order.
+  /// models in wrap order. In a distributed run the model becomes data-parallel with PyTorch
+  /// DDP's semantics (`options`): rank 0's parameters and buffers are broadcast now, and every
+  /// backward pass averages the gradients across ranks (except on the batches where gradient
+  /// aggregation only accumulates). Every rank must wrap the same models in the same order.
+  ///   model_ = ctx.wrap_model(Net{}, {.find_unused_parameters = true});
   template <class M>
-  M wrap_model(M model) {
+  M wrap_model(M model, DataParallelOptions options = {}) {
     std::shared_ptr<torch::nn::Module> base;
     if constexpr (requires { model.ptr(); })
       base = model.ptr();
     else
       base = model;
     base->to(s_.device);
+    if (s_.distributed.connected()) {
+      ModelSync sync{options, nullptr, {}};
+      detail::broadcast_tensors(s_.distributed, model_state_tensors(*base));
+      std::vector<std::pair<std::string, torch::Tensor>> named;
+      for (const auto& item : base->named_parameters()) named.emplace_back(item.key(), item.value());
+      for (const auto& b : base->buffers()) sync.buffers.push_back(b);
+      sync.gradients = std::make_unique<detail::GradientSynchronizer>(s_.distributed, std::move(named), options);
+      model_syncs_.push_back(std::move(sync));
+    }
     models_.push_back(std::move(base));
     return model;
   }
@@ -362,7 +370,46 @@ class PyTorchTrialContext {
     }
   }
 
+  /// Parameters then buffers, in the module's order (what rank 0 broadcasts).
+  static std::vector<torch::Tensor> model_state_tensors(torch::nn::Module& m) {
+    std::vector<torch::Tensor> out;
+    for (const auto& p : m.parameters()) out.push_back(p);
+    for (const auto& b : m.buffers()) out.push_back(b);
+    return out;
+  }
+
+  /// Before train_batch: where training stands, whether this batch's backward communicates
+  /// (Determined's no_sync on aggregation batches), and DDP's buffer broadcast.
+  void begin_train_batch(std::int64_t batch_idx) {
+    batch_idx_ = batch_idx;
+    if (model_syncs_.empty()) [[likely]]
+      return;
+    const bool update = is_update_batch();
+    for (auto& m : model_syncs_) {
+      m.gradients->set_enabled(update);
+      if (m.options.broadcast_buffers && !m.buffers.empty()) detail::broadcast_tensors(s_.distributed, m.buffers);
+    }
+  }
+  /// After a checkpoint load: every rank continues from rank 0's weights (DDP's invariant).
+  void broadcast_model_state() {
+    if (!s_.distributed.connected()) return;
+    for (const auto& m : models_) detail::broadcast_tensors(s_.distributed, model_state_tensors(*m));
+  }
+  /// Time the gradient all-reduces kept backward waiting since the last call.
+  std::chrono::nanoseconds take_gradient_wait_time() {
+    std::chrono::nanoseconds t{};
+    for (auto& m : model_syncs_) t += m.gradients->take_wait_time();
+    return t;
+  }
+
+  struct ModelSync {
+    DataParallelOptions options;
+    std::unique_ptr<detail::GradientSynchronizer> gradients;
+    std::vector<torch::Tensor> buffers;
+  };
+
   detail::ContextSetup s_;
+  std::vector<ModelSync> model_syncs_;
   std::vector<std::shared_ptr<torch::nn::Module>> models_;
   std::vector<OptimizerEntry> optimizers_;
   std::vector<LRSchedulerEntry> lr_schedulers_;

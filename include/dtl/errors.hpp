@@ -37,6 +37,13 @@ struct CheckpointError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A distributed run that cannot go on: a peer that could not be reached, that failed, that was
+/// killed or that stopped answering within the timeout. Every rank fails with one of these
+/// rather than hang; the message names the failed rank when it could tell.
+struct DistributedError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace dtl
 
 #endif  // DTL_ERRORS_HPP

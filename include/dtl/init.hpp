@@ -9,6 +9,8 @@
 #include <dtl/config/experiment_config.hpp>
 #include <dtl/config/hparams.hpp>
 #include <dtl/context.hpp>
+#include <dtl/distributed/distributed_context.hpp>
+#include <dtl/distributed/options.hpp>
 #include <dtl/errors.hpp>
 
 #include <atomic>
@@ -35,6 +37,9 @@ struct InitOptions {
   std::optional<std::uint64_t> seed;                  ///< trial seed; random (and printed) if unset
   std::optional<torch::Device> device;                ///< default: cuda:0 when available, else cpu
   std::optional<std::filesystem::path> run_dir;       ///< default: runs/<timestamp>
+  /// How to join a distributed run; default: torchrun's environment, or a single process when
+  /// there is none (no socket is opened then).
+  std::optional<DistributedOptions> distributed;
 };
 
 namespace detail {
@@ -84,6 +89,11 @@ inline std::filesystem::path newest_run_with_checkpoint() {
 
 inline detail::ContextSetup make_setup(InitOptions opts, const CommandLine* cl) {
   detail::ContextSetup s;
+  // Join the run first: the chief's seed and run directory are everyone's.
+  std::optional<DistributedOptions> dist = opts.distributed;
+  if (!dist) dist = distributed_options_from_environment();
+  if (dist) s.distributed = DistributedContext(*dist);
+  const bool chief = s.distributed.is_chief();
   std::optional<std::filesystem::path> config_path = opts.config;
   if (cl && cl->config) config_path = cl->config;
   nlohmann::json hparams = opts.hparams.is_null() ? nlohmann::json::object() : opts.hparams;
@@ -105,24 +115,43 @@ inline detail::ContextSetup make_setup(InitOptions opts, const CommandLine* cl) 
     s.overrides.resume = cl->resume;
   }
   s.hparams = std::move(hparams);
-  if (!seed) {
-    seed = std::random_device{}() & 0x7fffffffu;
-    std::cerr << "dtl: trial seed " << *seed << " (pass --seed " << *seed << " to repeat this run)\n";
-  }
-  s.trial_seed = *seed;
-  s.device = opts.device ? *opts.device : (torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU));
+  const bool random_seed = !seed;
+  if (!seed) seed = std::random_device{}() & 0x7fffffffu;
+  // Device: cuda:<local_rank> for one of several processes, cuda:0 for one, else the CPU (Determined's rule).
+  s.device = opts.device ? *opts.device
+             : torch::cuda::is_available()
+                 ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(s.distributed.size > 1 ? s.distributed.local_rank : 0))
+                 : torch::Device(torch::kCPU);
 
-  if (cl && cl->run_dir)
-    s.run_dir = *cl->run_dir;
-  else if (opts.run_dir)
-    s.run_dir = *opts.run_dir;
-  else if (cl && cl->resume == "latest")
-    s.run_dir = newest_run_with_checkpoint();
-  else
-    s.run_dir = default_run_dir();
-  std::error_code ec;
-  std::filesystem::create_directories(s.run_dir, ec);
-  if (ec) throw ConfigError("dtl: cannot create run directory " + s.run_dir.string() + ": " + ec.message());
+  std::string error;  // the chief's ConfigError, shared so that every rank stops with it
+  if (chief) {
+    try {
+      if (cl && cl->run_dir)
+        s.run_dir = *cl->run_dir;
+      else if (opts.run_dir)
+        s.run_dir = *opts.run_dir;
+      else if (cl && cl->resume == "latest")
+        s.run_dir = newest_run_with_checkpoint();
+      else
+        s.run_dir = default_run_dir();
+      std::error_code ec;
+      std::filesystem::create_directories(s.run_dir, ec);
+      if (ec) throw ConfigError("dtl: cannot create run directory " + s.run_dir.string() + ": " + ec.message());
+    } catch (const ConfigError& e) {
+      error = e.what();
+    }
+  }
+  if (s.distributed.connected()) {
+    const auto shared = s.distributed.broadcast(
+        nlohmann::json{{"seed", *seed}, {"run_dir", s.run_dir.string()}, {"error", error}});
+    seed = shared.at("seed").get<std::uint64_t>();
+    s.run_dir = shared.at("run_dir").get<std::string>();
+    error = shared.at("error").get<std::string>();
+  }
+  if (!error.empty()) throw ConfigError(error);
+  if (random_seed && chief)
+    std::cerr << "dtl: trial seed " << *seed << " (pass --seed " << *seed << " to repeat this run)\n";
+  s.trial_seed = *seed;
   return s;
 }
 
@@ -152,6 +181,9 @@ inline detail::ContextSetup make_setup(InitOptions opts, const CommandLine* cl) 
   } catch (const ConfigError& e) {
     std::cerr << "error: " << e.what() << "\n";
     std::exit(2);
+  } catch (const DistributedError& e) {  // could not join the run: a peer missing, a port taken
+    std::cerr << "error: " << e.what() << "\n";
+    std::exit(1);
   }
   detail::install_stop_signal_handlers();
   torch::manual_seed(setup->trial_seed);

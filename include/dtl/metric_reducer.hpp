@@ -188,32 +188,35 @@ struct WrappedReducer {
   ReducerPhases phases;
 };
 
-/// End of a phase: every reducer flagged for it reduces on this rank, the per-slot values are
-/// gathered (`gather`: one JSON array per reducer → that reducer's values from every rank), and
-/// the results are written into `metrics` — a named reducer's under its name, an unnamed one's
-/// map merged key by key (overwriting the batch-averaged values of the same names).
-template <class Gather>
-void report_reducers(std::vector<WrappedReducer>& reducers, bool training, MetricsJson& metrics, Gather&& gather) {
+/// The reducers flagged for a phase, and this rank's per-slot values of each (one JSON array).
+struct PreparedReducers {
   std::vector<WrappedReducer*> active;
   nlohmann::json mine = nlohmann::json::array();
+};
+inline PreparedReducers prepare_reducers(std::vector<WrappedReducer>& reducers, bool training) {
+  PreparedReducers p;
   for (auto& w : reducers)
     if (training ? w.phases.for_training : w.phases.for_validation) {
-      active.push_back(&w);
-      mine.push_back(w.ops->per_slot());
+      p.active.push_back(&w);
+      p.mine.push_back(w.ops->per_slot());
     }
-  if (active.empty()) return;
-  // One collective for all reducers: a list per rank, each holding every reducer's value.
-  const std::vector<nlohmann::json> per_rank = gather(std::move(mine));
-  for (std::size_t i = 0; i < active.size(); ++i) {
+  return p;
+}
+
+/// cross_slot_reduce of every prepared reducer over `per_rank` (each rank's `mine`, in rank
+/// order), written into `metrics`.
+inline void finish_reducers(const PreparedReducers& p, const std::vector<nlohmann::json>& per_rank,
+                            MetricsJson& metrics) {
+  for (std::size_t i = 0; i < p.active.size(); ++i) {
     std::vector<nlohmann::json> slots;
     slots.reserve(per_rank.size());
     for (const auto& rank : per_rank) slots.push_back(rank.at(i));
-    nlohmann::json result = active[i]->ops->cross_slot(slots);
-    if (active[i]->name) {
+    nlohmann::json result = p.active[i]->ops->cross_slot(slots);
+    if (p.active[i]->name) {
       if (result.is_object())
-        throw InvalidExperimentException("dtl: the reducer wrapped with name '" + *active[i]->name +
+        throw InvalidExperimentException("dtl: the reducer wrapped with name '" + *p.active[i]->name +
                                          "' returned a map of metrics; with a name it must return one value");
-      metrics[*active[i]->name] = std::move(result);
+      metrics[*p.active[i]->name] = std::move(result);
     } else {
       if (!result.is_object())
         throw InvalidExperimentException(
@@ -222,6 +225,18 @@ void report_reducers(std::vector<WrappedReducer>& reducers, bool training, Metri
       for (auto& [k, v] : result.items()) metrics[k] = v;
     }
   }
+}
+
+/// End of a phase: every reducer flagged for it reduces on this rank, the per-slot values are
+/// gathered (`gather`: one JSON array per reducer → that reducer's values from every rank), and
+/// the results are written into `metrics` — a named reducer's under its name, an unnamed one's
+/// map merged key by key (overwriting the batch-averaged values of the same names).
+template <class Gather>
+void report_reducers(std::vector<WrappedReducer>& reducers, bool training, MetricsJson& metrics, Gather&& gather) {
+  auto p = prepare_reducers(reducers, training);
+  if (p.active.empty()) return;
+  // One collective for all reducers: a list per rank, each holding every reducer's value.
+  finish_reducers(p, gather(p.mine), metrics);
 }
 
 }  // namespace detail

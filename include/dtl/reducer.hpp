@@ -214,8 +214,12 @@ class MetricCollector {
 class BatchMetrics {
  public:
   explicit BatchMetrics(const detail::MetricCollector& c) : c_(&c) {}
+  /// Values already built (the cross-rank averages of a distributed workload).
+  explicit BatchMetrics(std::vector<MetricsJson> values) : c_(nullptr), json_(std::move(values)) {}
   [[nodiscard]] const std::vector<MetricsJson>& get() const;
-  [[nodiscard]] std::size_t size() const noexcept { return static_cast<std::size_t>(c_->batches()); }
+  [[nodiscard]] std::size_t size() const noexcept {
+    return c_ ? static_cast<std::size_t>(c_->batches()) : json_->size();
+  }
   [[nodiscard]] bool empty() const noexcept { return size() == 0; }
   const MetricsJson& operator[](std::size_t i) const { return get()[i]; }
   [[nodiscard]] auto begin() const { return get().begin(); }
@@ -301,6 +305,83 @@ inline TrainingReport reduce_training(const MetricCollector& c) {
       r.columns.emplace_back(host.data_ptr<double>(), host.data_ptr<double>() + n);
     }
   }
+  return r;
+}
+
+/// The element-wise mean of JSON values (numbers, or nested arrays of one shape), ignoring
+/// nulls as Determined's cross-rank average ignores None; null when nothing is averageable.
+inline MetricsJson mean_json(const std::vector<const MetricsJson*>& values) {
+  std::vector<const MetricsJson*> present;
+  for (const auto* v : values)
+    if (v && !v->is_null()) present.push_back(v);
+  if (present.empty()) return nullptr;
+  if (present.front()->is_number()) {
+    double sum = 0.0;
+    for (const auto* v : present) {
+      if (!v->is_number()) return nullptr;
+      sum += v->get<double>();
+    }
+    return sum / static_cast<double>(present.size());
+  }
+  if (!present.front()->is_array()) return nullptr;
+  const auto n = present.front()->size();
+  for (const auto* v : present)
+    if (!v->is_array() || v->size() != n) return nullptr;
+  MetricsJson out = MetricsJson::array();
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<const MetricsJson*> column;
+    column.reserve(present.size());
+    for (const auto* v : present) column.push_back(&(*v)[i]);
+    auto m = mean_json(column);
+    if (m.is_null()) return nullptr;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+/// A distributed workload's training report (semantics §5.3): each batch's metrics averaged
+/// across ranks (`per_rank[r][b]` is rank r's batch b), then averaged over the batches.
+/// `keys` are the metric names in report order (every rank must return the same ones).
+inline TrainingReport average_training_across_ranks(const std::vector<MetricsJson>& per_rank,
+                                                    const std::vector<std::string>& keys) {
+  const std::size_t batches = per_rank.empty() ? 0 : per_rank.front().size();
+  for (std::size_t r = 0; r < per_rank.size(); ++r)
+    if (per_rank[r].size() != batches)
+      throw std::runtime_error("dtl: rank " + std::to_string(r) + " trained " + std::to_string(per_rank[r].size()) +
+                               " batches in this workload, rank 0 " + std::to_string(batches) +
+                               ": the ranks are out of step");
+  std::vector<MetricsJson> averaged(batches, MetricsJson::object());
+  for (std::size_t b = 0; b < batches; ++b)
+    for (const auto& key : keys) {
+      std::vector<const MetricsJson*> values;
+      for (std::size_t r = 0; r < per_rank.size(); ++r) {
+        const auto& batch = per_rank[r][b];
+        const auto it = batch.find(key);
+        if (it == batch.end())
+          throw std::invalid_argument("dtl: training metrics must have the same names on every rank: rank " +
+                                      std::to_string(r) + " did not return '" + key + "'");
+        values.push_back(&*it);
+      }
+      averaged[b][key] = mean_json(values);
+    }
+  TrainingReport r{.batch_metrics = BatchMetrics(std::vector<MetricsJson>{})};
+  for (const auto& key : keys) {
+    std::vector<const MetricsJson*> values;
+    std::vector<double> column;
+    bool scalar = true;
+    for (const auto& batch : averaged) {
+      const auto& v = batch.at(key);
+      values.push_back(&v);
+      scalar = scalar && v.is_number();
+      if (scalar) column.push_back(v.get<double>());
+    }
+    r.avg_metrics[key] = mean_json(values);
+    if (scalar) {
+      r.column_names.push_back(key);
+      r.columns.push_back(std::move(column));
+    }
+  }
+  r.batch_metrics = BatchMetrics(std::move(averaged));
   return r;
 }
 

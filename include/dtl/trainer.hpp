@@ -100,7 +100,13 @@ class Trainer {
     };
     for (auto& [name, cb] : callbacks_) cb->on_trial_startup(ctx_.get_initial_batch(), std::nullopt);
     ShutdownGuard guard{callbacks_};
-    run();
+    try {
+      run();
+    } catch (const std::exception& e) {
+      // The other ranks are (or soon will be) waiting on this one: tell them why it stops.
+      ctx_.distributed().post_failure(e.what());
+      throw;
+    }
   }
 
   /// Counters of the last (or current) fit.
@@ -168,6 +174,8 @@ class Trainer {
     if (const auto& cfg = ctx_.experiment_config())
       if (auto rpe = cfg->records_per_epoch())
         epoch_len = std::max<std::int64_t>(*rpe / ctx_.get_global_batch_size(), 1);
+    // Every rank uses the chief's epoch length, so that epoch boundaries agree (semantics §2.1).
+    if (dist.connected()) epoch_len = dist.broadcast(nlohmann::json(epoch_len)).template get<std::int64_t>();
     if (epoch_len < 1)
       throw DataError(
           "dtl: the training data loader yields no batch (empty dataset, or drop_last with fewer "
@@ -176,7 +184,11 @@ class Trainer {
     val_loader_.emplace(trial_.build_validation_data_loader());
 
     std::optional<std::filesystem::path> resume_from = opts_.latest_checkpoint;
-    if (const auto& r = ctx_.run_overrides().resume) resume_from = checkpointer().resolve(*r);
+    if (const auto& r = ctx_.run_overrides().resume) {
+      // The chief resolves `latest`, so that every rank resumes from the same checkpoint.
+      auto resolved = on_chief([&] { return nlohmann::json(checkpointer().resolve(*r).string()); });
+      resume_from = resolved.template get<std::string>();
+    }
     if (resume_from) load(*resume_from);
     ctx_.initial_batch_ = state_.batches_trained;
 
@@ -221,7 +233,7 @@ class Trainer {
           const std::int64_t batch_idx = state_.batches_trained;
           const std::int64_t epoch_idx = batch_idx / epoch_len;
           const bool epoch_start = batch_idx % epoch_len == 0;
-          ctx_.batch_idx_ = batch_idx;
+          ctx_.begin_train_batch(batch_idx);
           if (epoch_start)
             for (auto& [name, cb] : callbacks_) cb->on_training_epoch_start(epoch_idx);
 
@@ -308,8 +320,42 @@ class Trainer {
       return std::nullopt;
   }
 
-  /// Gathers a JSON value from every rank, in rank order (one process for now: just this one).
-  std::vector<nlohmann::json> allgather_json(nlohmann::json mine) const { return {std::move(mine)}; }
+  /// Gathers a JSON value from every rank, in rank order.
+  std::vector<nlohmann::json> allgather_json(const nlohmann::json& mine) const {
+    return ctx_.distributed().allgather(mine);
+  }
+
+  /// Runs `f` (returning JSON) on the chief and hands its result to every rank; an error on the
+  /// chief is rethrown on every rank (same kind, same message), so no rank waits for a chief
+  /// that has failed.
+  template <class F>
+  nlohmann::json on_chief(F&& f) {
+    const auto& dist = ctx_.distributed();
+    nlohmann::json result = nullptr;
+    std::string error, kind;
+    if (dist.is_chief()) {
+      try {
+        result = f();
+      } catch (const ConfigError& e) {
+        error = e.what(), kind = "config";
+      } catch (const CheckpointError& e) {
+        error = e.what(), kind = "checkpoint";
+      } catch (const std::exception& e) {
+        if (!dist.connected()) throw;
+        error = e.what(), kind = "other";
+      }
+    }
+    if (dist.connected()) {
+      auto shared = dist.broadcast(nlohmann::json{{"result", result}, {"error", error}, {"kind", kind}});
+      result = std::move(shared["result"]);
+      error = shared["error"].template get<std::string>();
+      kind = shared["kind"].template get<std::string>();
+    }
+    if (kind == "config") throw ConfigError(error);
+    if (kind == "checkpoint") throw CheckpointError(error);
+    if (!error.empty()) throw std::runtime_error(dist.is_chief() ? error : "dtl: the chief failed: " + error);
+    return result;
+  }
 
   /// Determined's loop condition: `max_length.value - (batches | epochs trained) > 0`.
   [[nodiscard]] std::int64_t remaining() const {
@@ -318,8 +364,15 @@ class Trainer {
     return m.value() - (m.is_batches() ? state_.batches_trained : state_.epochs_trained);
   }
 
+  /// A stop asked on any rank (a callback, SIGINT/SIGTERM) stops every rank at this boundary.
   void check_stop() {
-    if (ctx_.get_stop_requested() || detail::stop_signal_received()) throw ShouldExit{};
+    bool stop = ctx_.get_stop_requested() || detail::stop_signal_received();
+    if (const auto& dist = ctx_.distributed(); dist.connected()) {
+      auto flag = torch::tensor({stop ? 1 : 0}, torch::kInt);
+      dist.allreduce_max_(flag);
+      stop = flag.item<int>() != 0;
+    }
+    if (stop) throw ShouldExit{};
   }
 
   void set_train_mode(bool on) {
@@ -328,8 +381,24 @@ class Trainer {
 
   void end_workload(std::chrono::steady_clock::duration elapsed, std::int64_t records) {
     auto report = detail::reduce_training(collector_);
-    detail::report_reducers(ctx_.reducers_, /*training=*/true, report.avg_metrics,
-                            [this](nlohmann::json mine) { return allgather_json(std::move(mine)); });
+    if (const auto& dist = ctx_.distributed(); dist.connected()) {
+      // One collective: every rank's per-batch metrics and its custom reducers' values.
+      auto reducers = detail::prepare_reducers(ctx_.reducers_, /*training=*/true);
+      nlohmann::ordered_json batches = nlohmann::ordered_json::array();
+      for (const auto& b : report.batch_metrics) batches.push_back(b);
+      const auto all = dist.allgather(nlohmann::ordered_json{{"batches", std::move(batches)}, {"reducers", reducers.mine}});
+      std::vector<MetricsJson> per_rank;
+      std::vector<nlohmann::json> reducer_values;
+      for (const auto& r : all) {
+        per_rank.push_back(r.at("batches"));
+        reducer_values.push_back(nlohmann::json(r.at("reducers")));
+      }
+      report = detail::average_training_across_ranks(per_rank, collector_.keys());
+      if (!reducers.active.empty()) detail::finish_reducers(reducers, reducer_values, report.avg_metrics);
+    } else {
+      detail::report_reducers(ctx_.reducers_, /*training=*/true, report.avg_metrics,
+                              [this](const nlohmann::json& mine) { return allgather_json(mine); });
+    }
     const auto secs = std::chrono::duration<double>(elapsed).count();
     const auto batches = collector_.batches();
     MetricsJson timings = nullptr;
@@ -339,6 +408,7 @@ class Trainer {
                  {"train_step_seconds", s(phase_.train_step)},
                  {"validation_seconds", s(phase_.validation)},
                  {"checkpoint_seconds", s(phase_.checkpoint)}};
+      if (ctx_.distributed().connected()) timings["allreduce_wait_seconds"] = s(ctx_.take_gradient_wait_time());
       phase_ = {};
     }
     reporter_->training(state_.batches_trained, state_.epochs_trained, progress(), report,
@@ -386,26 +456,64 @@ class Trainer {
         if (keep_outputs) outputs.push_back(std::move(m));
         if (opts_.test_mode) break;
       }
-      if (val_collector_.batches() == 0)
-        throw DataError(
-            "dtl: validation_loader is empty: this rank's shard of build_validation_data_loader() "
-            "has no batch; give the validation set at least one batch per rank");
-      for (auto& [name, cb] : callbacks_) cb->on_validation_epoch_end(outputs);
       const auto er = trial_.evaluation_reducer();
-      auto slots = detail::reduce_validation_slot(val_collector_, er);
-      for (std::size_t i = 0; i < slots.size(); ++i) {
-        const auto& key = val_collector_.keys()[i];
-        metrics[key] = detail::reduce_cross_slot(detail::reducer_for(er, key), std::span(&slots[i], 1));
+      if (!dist.connected()) {
+        if (val_collector_.batches() == 0)
+          throw DataError(
+              "dtl: validation_loader is empty: this rank's shard of build_validation_data_loader() "
+              "has no batch; give the validation set at least one batch per rank");
+        for (auto& [name, cb] : callbacks_) cb->on_validation_epoch_end(outputs);
+        auto slots = detail::reduce_validation_slot(val_collector_, er);
+        for (std::size_t i = 0; i < slots.size(); ++i) {
+          const auto& key = val_collector_.keys()[i];
+          metrics[key] = detail::reduce_cross_slot(detail::reducer_for(er, key), std::span(&slots[i], 1));
+        }
+        detail::report_reducers(ctx_.reducers_, /*training=*/false, metrics,
+                                [this](const nlohmann::json& mine) { return allgather_json(mine); });
+      } else {
+        for (auto& [name, cb] : callbacks_) cb->on_validation_epoch_end(outputs);
+        // One collective: each rank's per-metric values and batch counts, and its custom
+        // reducers' values. An empty shard fails every rank (not just its own, leaving the
+        // others waiting).
+        nlohmann::json slots_json = nlohmann::json::array();
+        if (val_collector_.batches() > 0)
+          for (const auto& v : detail::reduce_validation_slot(val_collector_, er)) slots_json.push_back(v.value);
+        auto reducers = detail::prepare_reducers(ctx_.reducers_, /*training=*/false);
+        const auto all = dist.allgather(nlohmann::json{{"batches", val_collector_.batches()},
+                                                       {"keys", val_collector_.keys()},
+                                                       {"values", std::move(slots_json)},
+                                                       {"reducers", reducers.mine}});
+        std::string empty;
+        for (std::size_t r = 0; r < all.size(); ++r)
+          if (all[r].at("batches").template get<std::int64_t>() == 0) empty += (empty.empty() ? "" : ", ") + std::to_string(r);
+        if (!empty.empty())
+          throw DataError("dtl: validation_loader is empty on rank(s) " + empty +
+                          ": their shard of build_validation_data_loader() has no batch; give the validation set at "
+                          "least one batch per rank (" + std::to_string(dist.size) + " ranks)");
+        const auto& keys = val_collector_.keys();
+        for (std::size_t r = 0; r < all.size(); ++r)
+          if (all[r].at("keys").template get<std::vector<std::string>>() != keys)
+            throw std::invalid_argument("dtl: validation metrics must have the same names on every rank: rank " +
+                                        std::to_string(r) + " returned " + all[r].at("keys").dump());
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+          std::vector<detail::SlotValue> slots;
+          for (const auto& rank : all)
+            slots.push_back({rank.at("values").at(i).template get<double>(), rank.at("batches").template get<std::int64_t>()});
+          metrics[keys[i]] = detail::reduce_cross_slot(detail::reducer_for(er, keys[i]), slots);
+        }
+        std::vector<nlohmann::json> reducer_values;
+        for (const auto& rank : all) reducer_values.push_back(rank.at("reducers"));
+        if (!reducers.active.empty()) detail::finish_reducers(reducers, reducer_values, metrics);
       }
       batches = val_collector_.batches();
-      detail::report_reducers(ctx_.reducers_, /*training=*/false, metrics,
-                              [this](nlohmann::json mine) { return allgather_json(std::move(mine)); });
     } else {
       if (ctx_.distributed().is_chief()) {
         Metrics m(trial_.evaluate_full_dataset(*val_loader_));
         for (const auto& [k, v] : m)
           metrics[k] = v.is_tensor() ? detail::tensor_to_json(v.tensor()) : nlohmann::ordered_json(v.number());
       }
+      // The chief's metrics on every rank: callbacks and the checkpoint policy see the same values.
+      if (ctx_.distributed().connected()) metrics = ctx_.distributed().broadcast(metrics);
     }
     set_train_mode(true);
     state_.last_val = state_.batches_trained;
@@ -458,24 +566,34 @@ class Trainer {
       ~AddTime() { d += Clock::now() - t0; }
     } add_time{phase_.checkpoint, t0};
     state_.last_ckpt = state_.batches_trained;
-    if (!ctx_.distributed().is_chief()) return;
-    auto written = checkpointer().save(
-        ctx_,
-        detail::CheckpointState{
-            .batches_trained = state_.batches_trained,
-            .epochs_trained = state_.epochs_trained,
-            .last_val = state_.last_val,
-            .last_ckpt = state_.last_ckpt,
-            .best_validation = state_.best_validation,
-            .data_position = data_position_ ? data_position_() : nlohmann::json(nullptr),
-            .validation_metric = state_.last_val == state_.batches_trained ? last_searcher_metric_ : std::nullopt},
-        callbacks_);
-    for (auto& [name, cb] : callbacks_) cb->on_checkpoint_write_end(written.dir);
-    reporter_->note("checkpoint " + written.uuid + " at batch " + std::to_string(state_.batches_trained));
-    for (auto& [name, cb] : callbacks_) cb->on_checkpoint_upload_end(written.uuid);
-    checkpointer().collect_garbage({.latest = opts_.save_trial_latest,
-                                    .best = opts_.save_trial_best,
-                                    .smaller_is_better = opts_.smaller_is_better});
+    // What differs per rank — its RNG and its data position — goes to the chief, which writes
+    // them all, so each rank resumes with its own (Determined saves only the chief's RNG).
+    const auto& dist = ctx_.distributed();
+    nlohmann::json mine = {{"cpu_rng_state", detail::cpu_rng_state_hex()},
+                           {"data_position", data_position_ ? data_position_() : nlohmann::json(nullptr)}};
+    auto ranks = dist.gather(mine);
+    const auto written = on_chief([&] {
+      auto w = checkpointer().save(
+          ctx_,
+          detail::CheckpointState{
+              .batches_trained = state_.batches_trained,
+              .epochs_trained = state_.epochs_trained,
+              .last_val = state_.last_val,
+              .last_ckpt = state_.last_ckpt,
+              .best_validation = state_.best_validation,
+              .data_position = mine["data_position"],
+              .validation_metric = state_.last_val == state_.batches_trained ? last_searcher_metric_ : std::nullopt,
+              .ranks = nlohmann::json(std::move(*ranks))},
+          callbacks_);
+      for (auto& [name, cb] : callbacks_) cb->on_checkpoint_write_end(w.dir);
+      checkpointer().collect_garbage({.latest = opts_.save_trial_latest,
+                                      .best = opts_.save_trial_best,
+                                      .smaller_is_better = opts_.smaller_is_better});
+      return nlohmann::json{{"uuid", w.uuid}, {"dir", w.dir.string()}};
+    });
+    const auto uuid = written.at("uuid").template get<std::string>();
+    reporter_->note("checkpoint " + uuid + " at batch " + std::to_string(state_.batches_trained));
+    for (auto& [name, cb] : callbacks_) cb->on_checkpoint_upload_end(uuid);
   }
 
   void load(const std::filesystem::path& dir) {
@@ -486,6 +604,8 @@ class Trainer {
                         .last_ckpt = st.last_ckpt,
                         .best_validation = st.best_validation};
     saved_data_position_ = std::move(st.data_position);
+    restore_rank_state(st.ranks);
+    ctx_.broadcast_model_state();
     // A resumed trial keeps its seed, so that its data order (seeded from it) continues.
     if (st.trial_seed && *st.trial_seed != ctx_.s_.trial_seed) {
       reporter_->warn("resuming with the checkpoint's trial seed " + std::to_string(*st.trial_seed) + ", not " +
@@ -493,6 +613,25 @@ class Trainer {
       ctx_.s_.trial_seed = *st.trial_seed;
     }
     reporter_->note("resumed from " + dir.string() + " at batch " + std::to_string(state_.batches_trained));
+  }
+
+  /// This rank's own RNG and data position from the checkpoint's per-rank states. With another
+  /// world size the data is re-sharded (the stream skips to the same global batch) and ranks
+  /// the checkpoint did not have start from the chief's RNG.
+  void restore_rank_state(const nlohmann::json& ranks) {
+    const auto& dist = ctx_.distributed();
+    if (!ranks.is_array() || ranks.empty()) return;  // an older checkpoint: the chief's RNG for all
+    const auto saved_world = static_cast<std::int64_t>(ranks.size());
+    if (saved_world != dist.size) {
+      reporter_->warn("the checkpoint was written by " + std::to_string(saved_world) + " ranks, this run has " +
+                      std::to_string(dist.size) + ": the global batch and the data position carry over, the data is "
+                      "re-sharded, and ranks without a saved RNG state start from the chief's");
+      saved_data_position_ = nullptr;
+    }
+    if (dist.rank >= saved_world) return;
+    const auto& me = ranks.at(static_cast<std::size_t>(dist.rank));
+    if (me.contains("cpu_rng_state")) detail::set_cpu_rng_state_hex(me.at("cpu_rng_state").template get<std::string>());
+    if (saved_world == dist.size) saved_data_position_ = me.value("data_position", nlohmann::json(nullptr));
   }
 
   template <class L>

@@ -50,7 +50,42 @@ struct CheckpointState {
   std::optional<double> validation_metric;
   /// The trial seed the checkpoint was trained with (read back on load).
   std::optional<std::uint64_t> trial_seed;
+  /// One object per rank, in rank order: `cpu_rng_state` (hex) and `data_position`, so that
+  /// each rank of a distributed run resumes with its own. Null in checkpoints that predate it.
+  nlohmann::json ranks;
 };
+
+/// The default CPU generator's state as hex (what a checkpoint keeps per rank).
+inline std::string cpu_rng_state_hex() {
+  const auto state = at::detail::getDefaultCPUGenerator().get_state().contiguous();
+  static constexpr char digits[] = "0123456789abcdef";
+  const auto* p = state.data_ptr<std::uint8_t>();
+  std::string out(static_cast<std::size_t>(state.numel()) * 2, '0');
+  for (std::int64_t i = 0; i < state.numel(); ++i) {
+    out[2 * i] = digits[p[i] >> 4];
+    out[2 * i + 1] = digits[p[i] & 15];
+  }
+  return out;
+}
+inline void set_cpu_rng_state_hex(const std::string& hex) {
+  auto nibble = [&](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    throw CheckpointError("dtl: checkpoint: a per-rank cpu_rng_state is not hex");
+  };
+  if (hex.size() % 2 != 0) throw CheckpointError("dtl: checkpoint: a per-rank cpu_rng_state has an odd length");
+  auto state = torch::empty({static_cast<std::int64_t>(hex.size() / 2)}, torch::kUInt8);
+  auto* p = state.data_ptr<std::uint8_t>();
+  for (std::size_t i = 0; i < hex.size() / 2; ++i)
+    p[i] = static_cast<std::uint8_t>(nibble(hex[2 * i]) * 16 + nibble(hex[2 * i + 1]));
+  try {
+    auto generator = at::detail::getDefaultCPUGenerator();
+    generator.set_state(state);
+  } catch (const std::exception& e) {
+    throw CheckpointError(std::string("dtl: checkpoint: a per-rank cpu_rng_state does not fit this LibTorch: ") +
+                          e.what());
+  }
+}
 
 /// Which checkpoints to keep (Determined's `checkpoint_storage.save_trial_latest` /
 /// `save_trial_best`). Without `latest` nothing is deleted.
@@ -176,6 +211,7 @@ class Checkpointer {
                                   {"trial_seed", ctx.get_trial_seed()}};
     trial_state["best_validation"] = st.best_validation ? nlohmann::json(*st.best_validation) : nlohmann::json(nullptr);
     trial_state["data_position"] = st.data_position;
+    if (!st.ranks.is_null()) trial_state["ranks"] = st.ranks;
     write_file(tmp / "trial_state.json", trial_state.dump(2));
     nlohmann::json load_data = {{"trial_type", "PyTorchTrial"},
                                 {"experiment_config", ctx.get_experiment_config()},
@@ -334,6 +370,7 @@ class Checkpointer {
       if (!st.at("best_validation").is_null()) out.best_validation = st.at("best_validation").get<double>();
       out.data_position = st.value("data_position", nlohmann::json(nullptr));
       if (st.contains("trial_seed")) out.trial_seed = st["trial_seed"].get<std::uint64_t>();
+      out.ranks = st.value("ranks", nlohmann::json(nullptr));
       return out;
     } catch (const nlohmann::json::exception& e) {
       throw CheckpointError("dtl: checkpoint " + (dir / "trial_state.json").string() + " is corrupt: " + e.what());

@@ -1,0 +1,303 @@
+// dtl — DistributedContext: Determined's `context.distributed` on c10d. Rendezvous over a
+// TCPStore (torchrun's, or one rank 0 hosts), collectives on ProcessGroupGloo (CPU) or
+// ProcessGroupNCCL (CUDA builds), and JSON object collectives (allgather, gather, broadcast).
+// A failed collective becomes a DistributedError that says which peer failed when it could tell
+// (a rank that throws posts its error to the store first), or that a peer was lost.
+#ifndef DTL_DISTRIBUTED_DISTRIBUTED_CONTEXT_HPP
+#define DTL_DISTRIBUTED_DISTRIBUTED_CONTEXT_HPP
+
+#include <torch/torch.h>
+
+#include <dtl/distributed/options.hpp>
+#include <dtl/errors.hpp>
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#if defined(DTL_WITH_CUDA) && defined(USE_C10D_NCCL)
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dtl {
+
+namespace detail {
+
+/// The connection a distributed run shares: store, process group, and what failed.
+struct Communicator {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  std::chrono::milliseconds timeout{};
+  std::int64_t rank = 0;
+  std::int64_t size = 1;
+  bool failure_posted = false;
+};
+
+inline constexpr const char* failure_key = "dtl/failure";
+
+}  // namespace detail
+
+/// Where this process sits in a (possibly single-process) run, and the collectives between
+/// processes (Determined's `core.DistributedContext`). A single process needs no connection:
+/// every collective returns this rank's own value.
+///   auto& d = ctx.distributed();
+///   if (d.is_chief()) ...;
+///   auto sizes = d.allgather(nlohmann::json(local_count));   // one value per rank, in rank order
+class DistributedContext {
+ public:
+  std::int64_t rank = 0;
+  std::int64_t size = 1;
+  std::int64_t local_rank = 0;
+  std::int64_t local_size = 1;
+  std::int64_t cross_rank = 0;
+  std::int64_t cross_size = 1;
+
+  DistributedContext() = default;
+
+  /// Joins the run `o` describes: rendezvous on the store, then a process group. Blocks until
+  /// every rank has joined, at most `o.timeout`.
+  explicit DistributedContext(DistributedOptions o) {
+    o.validate();
+    rank = o.rank, size = o.size, local_rank = o.local_rank, local_size = o.local_size;
+    cross_rank = o.cross_rank, cross_size = o.cross_size;
+    if (size == 1) return;
+    auto comm = std::make_shared<detail::Communicator>();
+    comm->timeout = o.timeout;
+    comm->rank = rank;
+    comm->size = size;
+    const std::string where = o.master_addr + ":" + std::to_string(o.master_port);
+    try {
+      c10d::TCPStoreOptions so;
+      so.port = o.master_port;
+      so.isServer = !o.launcher_hosts_store && rank == 0;
+      so.numWorkers = o.launcher_hosts_store ? c10::nullopt : c10::optional<std::size_t>(size);
+      so.waitWorkers = false;
+      so.timeout = o.timeout;
+      so.multiTenant = true;
+      c10::intrusive_ptr<c10d::Store> tcp = c10::make_intrusive<c10d::TCPStore>(o.master_addr, so);
+      if (!o.store_prefix.empty()) tcp = c10::make_intrusive<c10d::PrefixStore>(o.store_prefix, tcp);
+      comm->store = c10::make_intrusive<c10d::PrefixStore>("dtl/", tcp);
+    } catch (const std::exception& e) {
+      throw DistributedError("dtl: rank " + std::to_string(rank) + " could not reach the rendezvous store at " + where +
+                             " within " + seconds(o.timeout) + ": " + first_line(e.what()) +
+                             " (is rank 0 running, and MASTER_ADDR/MASTER_PORT the same on every rank?)");
+    }
+    try {
+      if (o.backend == DistributedBackend::nccl) {
+#if defined(DTL_WITH_CUDA) && defined(USE_C10D_NCCL)
+        auto opts = c10d::ProcessGroupNCCL::Options::create();
+        opts->timeout = o.timeout;
+        comm->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(comm->store, static_cast<int>(rank),
+                                                                  static_cast<int>(size), opts);
+#else
+        throw ConfigError("dtl: the NCCL backend needs a CUDA LibTorch and a build with -Dcuda=true");
+#endif
+      } else {
+        auto opts = c10d::ProcessGroupGloo::Options::create(o.timeout);
+        if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
+          opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+        else if (o.master_addr == "127.0.0.1" || o.master_addr == "localhost")
+          opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+        else
+          opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+        comm->group = c10::make_intrusive<c10d::ProcessGroupGloo>(comm->store, static_cast<int>(rank),
+                                                                  static_cast<int>(size), opts);
+      }
+    } catch (const ConfigError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw DistributedError("dtl: rank " + std::to_string(rank) + " could not connect to its " +
+                             std::to_string(size - 1) + " peers within " + seconds(o.timeout) + ": " +
+                             first_line(e.what()) + " (did every rank start? WORLD_SIZE=" + std::to_string(size) +
+                             ")");
+    }
+    comm_ = std::move(comm);
+  }
+
+  [[nodiscard]] bool is_chief() const noexcept { return rank == 0; }
+  [[nodiscard]] bool is_local_chief() const noexcept { return local_rank == 0; }
+  [[nodiscard]] std::int64_t get_rank() const noexcept { return rank; }
+  [[nodiscard]] std::int64_t get_size() const noexcept { return size; }
+  [[nodiscard]] std::int64_t get_local_rank() const noexcept { return local_rank; }
+  [[nodiscard]] std::int64_t get_local_size() const noexcept { return local_size; }
+  [[nodiscard]] std::int64_t get_cross_rank() const noexcept { return cross_rank; }
+  [[nodiscard]] std::int64_t get_cross_size() const noexcept { return cross_size; }
+  /// True when connected to other processes.
+  [[nodiscard]] bool connected() const noexcept { return comm_ != nullptr; }
+
+  // ---- object collectives (JSON values; every rank must call them in the same order) --------
+
+  /// Every rank's value, in rank order.
+  template <class Json = nlohmann::json>
+  [[nodiscard]] std::vector<Json> allgather(const Json& mine) const {
+    if (!comm_) return {mine};
+    std::vector<Json> out;
+    for (auto& bytes : allgather_bytes(Json::to_cbor(mine), "allgather")) out.push_back(Json::from_cbor(bytes));
+    return out;
+  }
+  /// Every rank's value on the chief (in rank order); nullopt on the other ranks.
+  template <class Json = nlohmann::json>
+  [[nodiscard]] std::optional<std::vector<Json>> gather(const Json& mine) const {
+    auto all = allgather(mine);
+    if (!is_chief()) return std::nullopt;
+    return all;
+  }
+  /// The chief's value, on every rank (`mine` is ignored elsewhere).
+  template <class Json = nlohmann::json>
+  [[nodiscard]] Json broadcast(const Json& mine) const {
+    if (!comm_) return mine;
+    return Json::from_cbor(broadcast_bytes(is_chief() ? Json::to_cbor(mine) : std::vector<std::uint8_t>{}, "broadcast"));
+  }
+  /// Waits until every rank has reached it.
+  void barrier() const {
+    if (!comm_) return;
+    run("barrier", [&] { comm_->group->barrier()->wait(); });
+  }
+
+  // ---- tensor collectives (what the gradient synchronizer and the Trainer use) -------------
+
+  /// Sums `t` across ranks, in place (blocking).
+  void allreduce_sum_(torch::Tensor& t) const {
+    if (!comm_) return;
+    std::vector<torch::Tensor> v{t};
+    run("allreduce", [&] { comm_->group->allreduce(v)->wait(); });
+  }
+  /// Elementwise maximum across ranks, in place (blocking).
+  void allreduce_max_(torch::Tensor& t) const {
+    if (!comm_) return;
+    std::vector<torch::Tensor> v{t};
+    c10d::AllreduceOptions o;
+    o.reduceOp = c10d::ReduceOp::MAX;
+    run("allreduce", [&] { comm_->group->allreduce(v, o)->wait(); });
+  }
+  /// Starts a sum across ranks of `t` in place; wait on the handle with `wait()`.
+  [[nodiscard]] c10::intrusive_ptr<c10d::Work> allreduce_sum_async_(torch::Tensor& t) const {
+    std::vector<torch::Tensor> v{t};
+    c10::intrusive_ptr<c10d::Work> w;
+    run("allreduce", [&] { w = comm_->group->allreduce(v); });
+    return w;
+  }
+  /// Waits for an asynchronous collective, turning a failure into a DistributedError.
+  void wait(const c10::intrusive_ptr<c10d::Work>& w, const char* what) const {
+    run(what, [&] { w->wait(); });
+  }
+  /// Overwrites `t` with the chief's values (blocking).
+  void broadcast_(torch::Tensor& t) const {
+    if (!comm_) return;
+    std::vector<torch::Tensor> v{t};
+    run("broadcast", [&] { comm_->group->broadcast(v)->wait(); });
+  }
+
+  /// Tells the other ranks why this one is about to fail, so that their errors can name it.
+  /// Best effort: never throws.
+  void post_failure(const std::string& what) const noexcept {
+    if (!comm_ || comm_->failure_posted) return;
+    try {
+      const std::string msg = "rank " + std::to_string(rank) + " failed: " + first_line(what);
+      comm_->store->set(detail::failure_key, std::vector<std::uint8_t>(msg.begin(), msg.end()));
+      comm_->failure_posted = true;
+    } catch (...) {
+    }
+  }
+  /// The underlying process group (null in a single process), for user collectives.
+  [[nodiscard]] c10::intrusive_ptr<c10d::ProcessGroup> process_group() const {
+    return comm_ ? comm_->group : c10::intrusive_ptr<c10d::ProcessGroup>();
+  }
+  [[nodiscard]] std::chrono::milliseconds timeout() const noexcept {
+    return comm_ ? comm_->timeout : std::chrono::milliseconds(0);
+  }
+
+ private:
+  static std::string first_line(const std::string& s) {
+    const auto nl = s.find('\n');
+    return nl == std::string::npos ? s : s.substr(0, nl);
+  }
+  static std::string seconds(std::chrono::milliseconds t) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(t).count()) + " s";
+  }
+
+  /// What a peer posted before failing, if anything (a quick look; never blocks long).
+  [[nodiscard]] std::string peer_failure() const {
+    try {
+      if (comm_->store->check({detail::failure_key})) {
+        auto v = comm_->store->get(detail::failure_key);
+        return std::string(v.begin(), v.end());
+      }
+    } catch (...) {
+    }
+    return {};
+  }
+
+  template <class F>
+  void run(const char* what, F&& f) const {
+    try {
+      f();
+    } catch (const DistributedError&) {
+      throw;
+    } catch (const std::exception& e) {
+      auto peer = peer_failure();
+      std::string msg = "dtl: rank " + std::to_string(rank) + ": " + what + " across " + std::to_string(size) +
+                        " ranks failed: ";
+      if (!peer.empty())
+        msg += peer;
+      else
+        msg += "a peer was lost (it exited, was killed, or did not answer within " + seconds(comm_->timeout) +
+               "; DTL_DIST_TIMEOUT sets the limit) [" + first_line(e.what()) + "]";
+      throw DistributedError(msg);
+    }
+  }
+
+  [[nodiscard]] std::vector<std::vector<std::uint8_t>> allgather_bytes(const std::vector<std::uint8_t>& mine,
+                                                                       const char* what) const {
+    const auto n = static_cast<std::size_t>(size);
+    // Lengths first, then every rank's bytes padded to the longest.
+    auto len = torch::tensor({static_cast<std::int64_t>(mine.size())}, torch::kLong);
+    std::vector<std::vector<torch::Tensor>> lens_out(1);
+    for (std::size_t i = 0; i < n; ++i) lens_out[0].push_back(torch::empty({1}, torch::kLong));
+    std::vector<torch::Tensor> lens_in{len};
+    run(what, [&] { comm_->group->allgather(lens_out, lens_in)->wait(); });
+    std::int64_t longest = 0;
+    for (const auto& t : lens_out[0]) longest = std::max(longest, t.item<std::int64_t>());
+    auto buf = torch::zeros({std::max<std::int64_t>(longest, 1)}, torch::kUInt8);
+    std::copy(mine.begin(), mine.end(), buf.data_ptr<std::uint8_t>());
+    std::vector<std::vector<torch::Tensor>> out(1);
+    for (std::size_t i = 0; i < n; ++i) out[0].push_back(torch::empty_like(buf));
+    std::vector<torch::Tensor> in{buf};
+    run(what, [&] { comm_->group->allgather(out, in)->wait(); });
+    std::vector<std::vector<std::uint8_t>> result(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto* p = out[0][i].data_ptr<std::uint8_t>();
+      result[i].assign(p, p + lens_out[0][i].item<std::int64_t>());
+    }
+    return result;
+  }
+
+  [[nodiscard]] std::vector<std::uint8_t> broadcast_bytes(std::vector<std::uint8_t> mine, const char* what) const {
+    auto len = torch::tensor({static_cast<std::int64_t>(mine.size())}, torch::kLong);
+    std::vector<torch::Tensor> v{len};
+    run(what, [&] { comm_->group->broadcast(v)->wait(); });
+    const auto n = len.item<std::int64_t>();
+    auto buf = torch::zeros({std::max<std::int64_t>(n, 1)}, torch::kUInt8);
+    if (is_chief()) std::copy(mine.begin(), mine.end(), buf.data_ptr<std::uint8_t>());
+    std::vector<torch::Tensor> b{buf};
+    run(what, [&] { comm_->group->broadcast(b)->wait(); });
+    const auto* p = buf.data_ptr<std::uint8_t>();
+    return std::vector<std::uint8_t>(p, p + n);
+  }
+
+  std::shared_ptr<detail::Communicator> comm_;
+};
+
+}  // namespace dtl
+
+#endif  // DTL_DISTRIBUTED_DISTRIBUTED_CONTEXT_HPP

@@ -1,0 +1,161 @@
+// The trainee of the distributed tests (tests/distributed/distributed_test.cpp), launched as 1, 2
+// or 3 real processes — by torchrun or by a plain environment. A small regression MLP (optional
+// dropout, an optional parameter that never gets a gradient), with T10's and T11's custom
+// reducers. Every rank writes what it ended with to <run_dir>/rank<R>.json: its exact weights,
+// its last validation metrics and the custom reducers' results.
+//   dist_child --run-dir DIR --max-length batches=N [--hparam dropout=0.2] [--resume latest]
+// Environment: DTL_TEST_AGG (aggregation frequency), DTL_TEST_SLEEP_MS (per batch),
+// DTL_TEST_FAIL_AT (this rank throws at that batch), DTL_TEST_FAIL_RANK.
+#include <dtl/trainer.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <numeric>
+#include <thread>
+
+namespace {
+
+using Batch = std::tuple<torch::Tensor, torch::Tensor>;
+
+std::int64_t env_or(const char* name, std::int64_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoll(v) : fallback;
+}
+
+// T10's reducer: Σ label_sum · batch_idx, as a class and as a function.
+struct WeightedSum {
+  double sum = 0;
+  void reset() { sum = 0; }
+  void update(double label_sum, std::int64_t idx) { sum += label_sum * static_cast<double>(idx); }
+  double per_slot_reduce() const { return sum; }
+  double cross_slot_reduce(const std::vector<double>& slots) const {
+    return std::accumulate(slots.begin(), slots.end(), 0.0);
+  }
+};
+double weighted_sum(const std::vector<std::pair<double, std::int64_t>>& v) {
+  double s = 0;
+  for (const auto& [a, i] : v) s += a * static_cast<double>(i);
+  return s;
+}
+
+class DistTrial : public dtl::PyTorchTrial<DistTrial> {
+ public:
+  explicit DistTrial(dtl::PyTorchTrialContext& ctx) : ctx_(ctx) {
+    const double dropout = ctx.get_hparams().value("dropout", 0.0);
+    torch::manual_seed(5 + static_cast<std::uint64_t>(ctx.distributed().rank));  // different on purpose: rank 0's wins
+    model_ = torch::nn::Sequential(torch::nn::Linear(6, 16), torch::nn::Tanh(), torch::nn::Dropout(dropout),
+                                   torch::nn::Linear(16, 1));
+    if (ctx.get_hparams().value("unused", false))  // a parameter forward never uses
+      model_->register_parameter("unused_bias", torch::zeros({3}));
+    model_ = ctx.wrap_model(model_, {.bucket_cap_mb = ctx.get_hparams().value("bucket_mb", 25.0),
+                                     .find_unused_parameters = ctx.get_hparams().value("find_unused", false)});
+    opt_ = ctx.wrap_optimizer(torch::optim::SGD(model_->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9)));
+    by_class_ = ctx.wrap_reducer(WeightedSum{}, "by_class");
+    by_function_ = ctx.wrap_reducer(weighted_sum, "by_function");
+    Concat concat = [](const std::vector<std::vector<std::int64_t>>& batches) {
+      std::vector<std::int64_t> flat;
+      for (const auto& b : batches) flat.insert(flat.end(), b.begin(), b.end());
+      return flat == expected_order(flat.size()) ? static_cast<double>(std::accumulate(flat.begin(), flat.end(), 0))
+                                                 : -1.0;
+    };
+    order_ = ctx.wrap_reducer(concat, "ordered_sum", dtl::ReducerPhases{.for_training = false});
+    auto g = torch::make_generator<torch::CPUGeneratorImpl>(11);
+    x_ = torch::randn({96, 6}, g);
+    y_ = x_.sum(1, true).sin();
+    // T11: 47 validation items whose label is their index.
+    vx_ = torch::randn({47, 6}, g);
+    vy_ = torch::arange(47, torch::kFloat).unsqueeze(1);
+    fail_at_ = env_or("DTL_TEST_FAIL_AT", -1);
+    fail_rank_ = env_or("DTL_TEST_FAIL_RANK", 1);
+    sleep_ms_ = env_or("DTL_TEST_SLEEP_MS", 0);
+  }
+  auto build_training_data_loader() {
+    return dtl::DataLoader(dtl::TensorDataset(x_, y_), {.batch_size = ctx_.get_per_slot_batch_size(), .shuffle = true});
+  }
+  auto build_validation_data_loader() { return dtl::DataLoader(dtl::TensorDataset(vx_, vy_), {.batch_size = 2}); }
+  torch::Tensor train_batch(Batch& b, std::int64_t, std::int64_t batch_idx) {
+    if (batch_idx == fail_at_ && ctx_.distributed().rank == fail_rank_)
+      throw std::runtime_error("injected failure at batch " + std::to_string(batch_idx));
+    if (sleep_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms_));
+    const double label_sum = static_cast<double>(std::get<0>(b).size(0));  // T10 feeds the batch size
+    by_class_->update(label_sum, batch_idx);
+    by_function_->update({label_sum, batch_idx});
+    auto loss = torch::mse_loss(model_->forward(std::get<0>(b)), std::get<1>(b));
+    ctx_.backward(loss);
+    ctx_.step_optimizer(opt_);
+    return loss;
+  }
+  dtl::Metrics evaluate_batch(Batch& b, std::int64_t batch_idx) {
+    const auto& y = std::get<1>(b);
+    std::vector<std::int64_t> labels;
+    for (std::int64_t i = 0; i < y.size(0); ++i) labels.push_back(static_cast<std::int64_t>(y[i][0].item<float>()));
+    order_->update(labels);
+    by_class_->update(static_cast<double>(y.size(0)), batch_idx);
+    by_function_->update({static_cast<double>(y.size(0)), batch_idx});
+    auto pred = model_->forward(std::get<0>(b));
+    return {{"validation_loss", torch::mse_loss(pred, torch::sin(std::get<0>(b).sum(1, true)))},
+            {"max_label", y.max()}};
+  }
+  dtl::ReducerMap evaluation_reducer() { return {{"validation_loss", dtl::Reducer::avg}, {"max_label", dtl::Reducer::max}}; }
+
+  torch::nn::Sequential& model() { return model_; }
+
+ private:
+  static std::vector<std::int64_t> expected_order(std::size_t n) {
+    std::vector<std::int64_t> v(n);
+    std::iota(v.begin(), v.end(), 0);
+    return v;
+  }
+  using Concat = std::function<double(const std::vector<std::vector<std::int64_t>>&)>;
+  dtl::PyTorchTrialContext& ctx_;
+  torch::nn::Sequential model_{nullptr};
+  std::shared_ptr<torch::optim::SGD> opt_;
+  std::shared_ptr<WeightedSum> by_class_;
+  std::shared_ptr<dtl::SimpleReducer<std::pair<double, std::int64_t>, decltype(&weighted_sum)>> by_function_;
+  std::shared_ptr<dtl::SimpleReducer<std::vector<std::int64_t>, Concat>> order_;
+  torch::Tensor x_, y_, vx_, vy_;
+  std::int64_t fail_at_ = -1, fail_rank_ = 1, sleep_ms_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    dtl::InitOptions opts{.hparams = {{"global_batch_size", 8}}};
+    opts.aggregation_frequency = env_or("DTL_TEST_AGG", 1);
+    auto ctx = dtl::init(argc, argv, opts);
+    DistTrial trial(ctx);
+    dtl::Trainer trainer(trial, ctx);
+    trainer.fit({.max_length = dtl::Batch{24},
+                 .validation_period = dtl::Batch{12},
+                 .checkpoint_period = dtl::Batch{4},
+                 .reporting_period = dtl::Batch{6},
+                 .checkpoint_policy = dtl::CheckpointPolicy::none,
+                 .quiet = true});
+    nlohmann::json out;
+    out["rank"] = ctx.distributed().rank;
+    out["size"] = ctx.distributed().size;
+    out["local_rank"] = ctx.distributed().local_rank;
+    out["local_size"] = ctx.distributed().local_size;
+    out["cross_rank"] = ctx.distributed().cross_rank;
+    out["cross_size"] = ctx.distributed().cross_size;
+    std::vector<double> weights;
+    for (const auto& p : trial.model()->parameters()) {
+      auto flat = p.detach().to(torch::kDouble).reshape(-1).contiguous();
+      weights.insert(weights.end(), flat.data_ptr<double>(), flat.data_ptr<double>() + flat.numel());
+    }
+    out["weights"] = weights;
+    out["batches_trained"] = trainer.state().batches_trained;
+    out["epochs_trained"] = trainer.state().epochs_trained;
+    // An object collective of unequal sizes per rank: rank r contributes r+1 numbers.
+    const auto gathered = ctx.distributed().allgather(nlohmann::json(std::vector<int>(ctx.distributed().rank + 1, 7)));
+    out["allgather_sizes"] = nlohmann::json::array();
+    for (const auto& g : gathered) out["allgather_sizes"].push_back(g.size());
+    out["broadcast"] = ctx.distributed().broadcast(nlohmann::json("from rank " + std::to_string(ctx.distributed().rank)));
+    std::ofstream(ctx.run_dir() / ("rank" + std::to_string(ctx.distributed().rank) + ".json")) << out.dump();
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
