@@ -98,13 +98,16 @@ int main(int argc, char** argv) {
                  .checkpoint_period = dtl::Batch{300},
                  .checkpoint_policy = dtl::CheckpointPolicy::best,
                  .searcher_metric = "validation_loss"});
-    std::cout << "run directory: " << ctx.run_dir().string() << "\n";
+    if (ctx.distributed().is_chief()) std::cout << "run directory: " << ctx.run_dir().string() << "\n";
   } catch (const dtl::ConfigError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   } catch (const dtl::DataError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
+  } catch (const dtl::DistributedError& e) {  // another rank failed or was lost
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
   }
 }
 #endif
