@@ -44,9 +44,9 @@ class FashionMnistTrial : public dtl::PyTorchTrial<FashionMnistTrial> {
         val_set_(fashion_mnist::load(ctx.get_hparam<std::string>("data_dir"), false)) {
     model_ = ctx.wrap_model(Net(ctx.get_hparam<std::int64_t>("n_filters1"), ctx.get_hparam<std::int64_t>("n_filters2"),
                                 ctx.get_hparam<double>("dropout")));
-    opt_ = ctx.wrap_optimizer(torch::optim::SGD(
-        model_->parameters(),
-        torch::optim::SGDOptions(ctx.get_hparam<double>("learning_rate")).momentum(ctx.get_hparam<double>("momentum"))));
+    opt_ = ctx.wrap_optimizer(
+        torch::optim::SGD(model_->parameters(), torch::optim::SGDOptions(ctx.get_hparam<double>("learning_rate"))
+                                                    .momentum(ctx.get_hparam<double>("momentum"))));
     ctx.wrap_lr_scheduler(dtl::lr::StepLR(opt_, 1, ctx.get_hparam<double>("gamma")), dtl::StepMode::every_epoch);
   }
 

@@ -34,9 +34,9 @@ struct InitOptions {
   std::optional<std::filesystem::path> config;        ///< an experiment config (YAML or JSON)
   std::int64_t aggregation_frequency = 1;             ///< batches per optimizer step
   bool average_aggregated_gradients = true;
-  std::optional<std::uint64_t> seed;                  ///< trial seed; random (and printed) if unset
-  std::optional<torch::Device> device;                ///< default: cuda:0 when available, else cpu
-  std::optional<std::filesystem::path> run_dir;       ///< default: runs/<timestamp>
+  std::optional<std::uint64_t> seed;             ///< trial seed; random (and printed) if unset
+  std::optional<torch::Device> device;           ///< default: cuda:0 when available, else cpu
+  std::optional<std::filesystem::path> run_dir;  ///< default: runs/<timestamp>
   /// How to join a distributed run; default: torchrun's environment, or a single process when
   /// there is none (no socket is opened then).
   std::optional<DistributedOptions> distributed;
@@ -82,8 +82,9 @@ inline std::filesystem::path newest_run_with_checkpoint() {
     if (!best || t > best_time) best = entry.path(), best_time = t;
   }
   if (!best)
-    throw ConfigError("dtl: --resume latest: no run under ./runs has a checkpoint; pass --run-dir DIR of the run "
-                      "to resume, or --resume CHECKPOINT_DIR");
+    throw ConfigError(
+        "dtl: --resume latest: no run under ./runs has a checkpoint; pass --run-dir DIR of the run "
+        "to resume, or --resume CHECKPOINT_DIR");
   return *best;
 }
 
@@ -120,7 +121,8 @@ inline detail::ContextSetup make_setup(InitOptions opts, const CommandLine* cl) 
   // Device: cuda:<local_rank> for one of several processes, cuda:0 for one, else the CPU (Determined's rule).
   s.device = opts.device ? *opts.device
              : torch::cuda::is_available()
-                 ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(s.distributed.size > 1 ? s.distributed.local_rank : 0))
+                 ? torch::Device(torch::kCUDA,
+                                 static_cast<c10::DeviceIndex>(s.distributed.size > 1 ? s.distributed.local_rank : 0))
                  : torch::Device(torch::kCPU);
 
   std::string error;  // the chief's ConfigError, shared so that every rank stops with it
@@ -142,8 +144,8 @@ inline detail::ContextSetup make_setup(InitOptions opts, const CommandLine* cl) 
     }
   }
   if (s.distributed.connected()) {
-    const auto shared = s.distributed.broadcast(
-        nlohmann::json{{"seed", *seed}, {"run_dir", s.run_dir.string()}, {"error", error}});
+    const auto shared =
+        s.distributed.broadcast(nlohmann::json{{"seed", *seed}, {"run_dir", s.run_dir.string()}, {"error", error}});
     seed = shared.at("seed").get<std::uint64_t>();
     s.run_dir = shared.at("run_dir").get<std::string>();
     error = shared.at("error").get<std::string>();

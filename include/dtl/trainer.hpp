@@ -386,7 +386,8 @@ class Trainer {
       auto reducers = detail::prepare_reducers(ctx_.reducers_, /*training=*/true);
       nlohmann::ordered_json batches = nlohmann::ordered_json::array();
       for (const auto& b : report.batch_metrics) batches.push_back(b);
-      const auto all = dist.allgather(nlohmann::ordered_json{{"batches", std::move(batches)}, {"reducers", reducers.mine}});
+      const auto all =
+          dist.allgather(nlohmann::ordered_json{{"batches", std::move(batches)}, {"reducers", reducers.mine}});
       std::vector<MetricsJson> per_rank;
       std::vector<nlohmann::json> reducer_values;
       for (const auto& r : all) {
@@ -485,11 +486,13 @@ class Trainer {
                                                        {"reducers", reducers.mine}});
         std::string empty;
         for (std::size_t r = 0; r < all.size(); ++r)
-          if (all[r].at("batches").template get<std::int64_t>() == 0) empty += (empty.empty() ? "" : ", ") + std::to_string(r);
+          if (all[r].at("batches").template get<std::int64_t>() == 0)
+            empty += (empty.empty() ? "" : ", ") + std::to_string(r);
         if (!empty.empty())
           throw DataError("dtl: validation_loader is empty on rank(s) " + empty +
                           ": their shard of build_validation_data_loader() has no batch; give the validation set at "
-                          "least one batch per rank (" + std::to_string(dist.size) + " ranks)");
+                          "least one batch per rank (" +
+                          std::to_string(dist.size) + " ranks)");
         const auto& keys = val_collector_.keys();
         for (std::size_t r = 0; r < all.size(); ++r)
           if (all[r].at("keys").template get<std::vector<std::string>>() != keys)
@@ -498,7 +501,8 @@ class Trainer {
         for (std::size_t i = 0; i < keys.size(); ++i) {
           std::vector<detail::SlotValue> slots;
           for (const auto& rank : all)
-            slots.push_back({rank.at("values").at(i).template get<double>(), rank.at("batches").template get<std::int64_t>()});
+            slots.push_back(
+                {rank.at("values").at(i).template get<double>(), rank.at("batches").template get<std::int64_t>()});
           metrics[keys[i]] = detail::reduce_cross_slot(detail::reducer_for(er, keys[i]), slots);
         }
         std::vector<nlohmann::json> reducer_values;
@@ -624,7 +628,8 @@ class Trainer {
     const auto saved_world = static_cast<std::int64_t>(ranks.size());
     if (saved_world != dist.size) {
       reporter_->warn("the checkpoint was written by " + std::to_string(saved_world) + " ranks, this run has " +
-                      std::to_string(dist.size) + ": the global batch and the data position carry over, the data is "
+                      std::to_string(dist.size) +
+                      ": the global batch and the data position carry over, the data is "
                       "re-sharded, and ranks without a saved RNG state start from the chief's");
       saved_data_position_ = nullptr;
     }

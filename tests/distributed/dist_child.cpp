@@ -96,7 +96,9 @@ class DistTrial : public dtl::PyTorchTrial<DistTrial> {
     return {{"validation_loss", torch::mse_loss(pred, torch::sin(std::get<0>(b).sum(1, true)))},
             {"max_label", y.max()}};
   }
-  dtl::ReducerMap evaluation_reducer() { return {{"validation_loss", dtl::Reducer::avg}, {"max_label", dtl::Reducer::max}}; }
+  dtl::ReducerMap evaluation_reducer() {
+    return {{"validation_loss", dtl::Reducer::avg}, {"max_label", dtl::Reducer::max}};
+  }
 
   torch::nn::Sequential& model() { return model_; }
 
@@ -151,7 +153,8 @@ int main(int argc, char** argv) {
     const auto gathered = ctx.distributed().allgather(nlohmann::json(std::vector<int>(ctx.distributed().rank + 1, 7)));
     out["allgather_sizes"] = nlohmann::json::array();
     for (const auto& g : gathered) out["allgather_sizes"].push_back(g.size());
-    out["broadcast"] = ctx.distributed().broadcast(nlohmann::json("from rank " + std::to_string(ctx.distributed().rank)));
+    out["broadcast"] =
+        ctx.distributed().broadcast(nlohmann::json("from rank " + std::to_string(ctx.distributed().rank)));
     std::ofstream(ctx.run_dir() / ("rank" + std::to_string(ctx.distributed().rank) + ".json")) << out.dump();
     return 0;
   } catch (const std::exception& e) {

@@ -4,12 +4,12 @@
 // must end every rank within the timeout, and kill/resume with each rank's own RNG.
 #include "../core/test_trials.hpp"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <fcntl.h>
 
 #include <chrono>
 #include <fstream>
@@ -104,7 +104,8 @@ struct Launch {
 };
 
 /// `world` processes with a plain torchrun-like environment; returns each rank's exit status.
-std::vector<int> run_ranks(std::int64_t world, const Launch& l, std::chrono::seconds limit = std::chrono::seconds(120)) {
+std::vector<int> run_ranks(std::int64_t world, const Launch& l,
+                           std::chrono::seconds limit = std::chrono::seconds(120)) {
   const auto port = std::to_string(free_port());
   std::vector<pid_t> pids;
   for (std::int64_t r = 0; r < world; ++r) {
@@ -126,7 +127,8 @@ std::vector<int> run_ranks(std::int64_t world, const Launch& l, std::chrono::sec
 
 nlohmann::json rank_result(const fs::path& run, std::int64_t r) {
   const auto p = run / ("rank" + std::to_string(r) + ".json");
-  REQUIRE_MESSAGE(fs::exists(p), "no " << p << "; log:\n" << slurp(run.string() + ".rank" + std::to_string(r) + ".log"));
+  REQUIRE_MESSAGE(fs::exists(p), "no " << p << "; log:\n"
+                                       << slurp(run.string() + ".rank" + std::to_string(r) + ".log"));
   return nlohmann::json::parse(slurp(p));
 }
 
@@ -185,7 +187,8 @@ TEST_CASE("2 ranks x batch b == 1 rank x batch 2b == 1 rank x b with aggregation
   REQUIRE(v2.size() == 2);
   REQUIRE(v1.size() == 2);
   for (std::size_t i = 0; i < 2; ++i) {
-    CHECK(std::abs(v2[i]["metrics"]["validation_loss"].get<double>() - v1[i]["metrics"]["validation_loss"].get<double>()) < 1e-5);
+    CHECK(std::abs(v2[i]["metrics"]["validation_loss"].get<double>() -
+                   v1[i]["metrics"]["validation_loss"].get<double>()) < 1e-5);
     CHECK(v2[i]["metrics"]["max_label"] == 46.0);
     CHECK(v2[i]["metrics"]["ordered_sum"] == 1081.0);  // T11: the reducer saw 0..46 in order
     // T10 over real ranks: Σ (batch size · batch index) over both ranks' shards of 47 items in
@@ -379,8 +382,16 @@ TEST_CASE("torchrun: 2 processes on one node, and two torchrun nodes on 127.0.0.
   fs::create_directories(root);
   // Debian's torchrun needs --redirects/--tee naming no existing rank (docs/distributed.md).
   const auto port = std::to_string(free_port());
-  std::vector<std::string> one_node = {"torchrun", "--redirects", "9:1", "--tee", "9:1", "--nproc_per_node=2",
-                                       "--master_port=" + port, "--no_python", DTL_DIST_CHILD, "--run-dir",
+  std::vector<std::string> one_node = {"torchrun",
+                                       "--redirects",
+                                       "9:1",
+                                       "--tee",
+                                       "9:1",
+                                       "--nproc_per_node=2",
+                                       "--master_port=" + port,
+                                       "--no_python",
+                                       DTL_DIST_CHILD,
+                                       "--run-dir",
                                        (root / "node").string()};
   auto extra = base_args(8);
   one_node.insert(one_node.end(), extra.begin(), extra.end());
@@ -395,10 +406,20 @@ TEST_CASE("torchrun: 2 processes on one node, and two torchrun nodes on 127.0.0.
   const auto port2 = std::to_string(free_port());
   std::vector<pid_t> nodes;
   for (int node = 0; node < 2; ++node) {
-    std::vector<std::string> cmd = {"torchrun", "--redirects", "9:1", "--tee", "9:1", "--nnodes=2",
-                                    "--node_rank=" + std::to_string(node), "--nproc_per_node=1",
-                                    "--master_addr=127.0.0.1", "--master_port=" + port2, "--no_python",
-                                    DTL_DIST_CHILD, "--run-dir", (root / "nodes").string()};
+    std::vector<std::string> cmd = {"torchrun",
+                                    "--redirects",
+                                    "9:1",
+                                    "--tee",
+                                    "9:1",
+                                    "--nnodes=2",
+                                    "--node_rank=" + std::to_string(node),
+                                    "--nproc_per_node=1",
+                                    "--master_addr=127.0.0.1",
+                                    "--master_port=" + port2,
+                                    "--no_python",
+                                    DTL_DIST_CHILD,
+                                    "--run-dir",
+                                    (root / "nodes").string()};
     cmd.insert(cmd.end(), extra.begin(), extra.end());
     nodes.push_back(spawn(cmd, {}, root / ("nodes" + std::to_string(node) + ".log")));
   }

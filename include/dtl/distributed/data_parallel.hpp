@@ -82,8 +82,8 @@ class GradientSynchronizer {
       auto& [name, p] = *it;
       if (!p.requires_grad()) continue;
       const auto bytes = p.numel() * static_cast<std::int64_t>(p.element_size());
-      if (buckets_.empty() || buckets_.back().bytes + bytes > cap ||
-          buckets_.back().dtype != p.scalar_type() || buckets_.back().device != p.device())
+      if (buckets_.empty() || buckets_.back().bytes + bytes > cap || buckets_.back().dtype != p.scalar_type() ||
+          buckets_.back().device != p.device())
         buckets_.push_back(Bucket{.dtype = p.scalar_type(), .device = p.device()});
       auto& b = buckets_.back();
       params_.push_back(Param{name, p, buckets_.size() - 1, b.numel});

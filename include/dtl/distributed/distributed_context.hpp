@@ -118,8 +118,7 @@ class DistributedContext {
     } catch (const std::exception& e) {
       throw DistributedError("dtl: rank " + std::to_string(rank) + " could not connect to its " +
                              std::to_string(size - 1) + " peers within " + seconds(o.timeout) + ": " +
-                             first_line(e.what()) + " (did every rank start? WORLD_SIZE=" + std::to_string(size) +
-                             ")");
+                             first_line(e.what()) + " (did every rank start? WORLD_SIZE=" + std::to_string(size) + ")");
     }
     comm_ = std::move(comm);
   }
@@ -156,7 +155,8 @@ class DistributedContext {
   template <class Json = nlohmann::json>
   [[nodiscard]] Json broadcast(const Json& mine) const {
     if (!comm_) return mine;
-    return Json::from_cbor(broadcast_bytes(is_chief() ? Json::to_cbor(mine) : std::vector<std::uint8_t>{}, "broadcast"));
+    return Json::from_cbor(
+        broadcast_bytes(is_chief() ? Json::to_cbor(mine) : std::vector<std::uint8_t>{}, "broadcast"));
   }
   /// Waits until every rank has reached it.
   void barrier() const {
@@ -246,8 +246,8 @@ class DistributedContext {
       throw;
     } catch (const std::exception& e) {
       auto peer = peer_failure();
-      std::string msg = "dtl: rank " + std::to_string(rank) + ": " + what + " across " + std::to_string(size) +
-                        " ranks failed: ";
+      std::string msg =
+          "dtl: rank " + std::to_string(rank) + ": " + what + " across " + std::to_string(size) + " ranks failed: ";
       if (!peer.empty())
         msg += peer;
       else

@@ -98,7 +98,8 @@ inline std::optional<DistributedOptions> distributed_options_from(const std::fun
   if (const auto t = env_int(get, "DTL_DIST_TIMEOUT")) o.timeout = std::chrono::seconds(*t);
   if (const char* agent = get("TORCHELASTIC_USE_AGENT_STORE"); agent && std::string(agent) == "True") {
     o.launcher_hosts_store = true;
-    o.store_prefix = "/worker/attempt_" + std::string(get("TORCHELASTIC_RESTART_COUNT") ? get("TORCHELASTIC_RESTART_COUNT") : "0");
+    o.store_prefix =
+        "/worker/attempt_" + std::string(get("TORCHELASTIC_RESTART_COUNT") ? get("TORCHELASTIC_RESTART_COUNT") : "0");
   }
   o.validate();
   return o;
