@@ -8,12 +8,12 @@
 
 #include <dtl/callback.hpp>
 #include <dtl/checkpoint/checkpoint.hpp>
-#include <dtl/checkpoint/load_trial.hpp>
 #include <dtl/context.hpp>
 #include <dtl/data/data_loader.hpp>
 #include <dtl/data/raw_loader.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/init.hpp>
+#include <dtl/load_trial.hpp>
 #include <dtl/log/reporter.hpp>
 #include <dtl/metrics.hpp>
 #include <dtl/reducer.hpp>
@@ -186,7 +186,8 @@ class Trainer {
     std::optional<std::filesystem::path> resume_from = opts_.latest_checkpoint;
     if (const auto& r = ctx_.run_overrides().resume) {
       // The chief resolves `latest`, so that every rank resumes from the same checkpoint.
-      auto resolved = on_chief([&] { return nlohmann::json(checkpointer().resolve(*r).string()); });
+      auto resolved =
+          on_chief([&] { return nlohmann::json(checkpointer().resolve(*r).string()); }, "resolving --resume " + *r);
       resume_from = resolved.template get<std::string>();
     }
     if (resume_from) load(*resume_from);
@@ -327,34 +328,39 @@ class Trainer {
 
   /// Runs `f` (returning JSON) on the chief and hands its result to every rank; an error on the
   /// chief is rethrown on every rank (same kind, same message), so no rank waits for a chief
-  /// that has failed.
+  /// that has failed. The others wait for as long as the chief is alive (run_on_chief), so a
+  /// long checkpoint write or evaluate_full_dataset does not trip the collective timeout.
   template <class F>
-  nlohmann::json on_chief(F&& f) {
+  nlohmann::ordered_json on_chief(F&& f, const std::string& what) {
     const auto& dist = ctx_.distributed();
-    nlohmann::json result = nullptr;
-    std::string error, kind;
-    if (dist.is_chief()) {
-      try {
-        result = f();
-      } catch (const ConfigError& e) {
-        error = e.what(), kind = "config";
-      } catch (const CheckpointError& e) {
-        error = e.what(), kind = "checkpoint";
-      } catch (const std::exception& e) {
-        if (!dist.connected()) throw;
-        error = e.what(), kind = "other";
-      }
-    }
-    if (dist.connected()) {
-      auto shared = dist.broadcast(nlohmann::json{{"result", result}, {"error", error}, {"kind", kind}});
-      result = std::move(shared["result"]);
-      error = shared["error"].template get<std::string>();
-      kind = shared["kind"].template get<std::string>();
-    }
+    auto packed = dist.template run_on_chief<nlohmann::ordered_json>(
+        [&] {
+          nlohmann::ordered_json out = {{"result", nullptr}, {"error", ""}, {"kind", ""}};
+          try {
+            out["result"] = f();
+          } catch (const ConfigError& e) {
+            out["error"] = e.what(), out["kind"] = "config";
+          } catch (const CheckpointError& e) {
+            out["error"] = e.what(), out["kind"] = "checkpoint";
+          } catch (const DataError& e) {
+            out["error"] = e.what(), out["kind"] = "data";
+          } catch (const InvalidExperimentException& e) {
+            out["error"] = e.what(), out["kind"] = "invalid";
+          } catch (const std::exception& e) {
+            if (!dist.connected()) throw;
+            out["error"] = e.what(), out["kind"] = "other";
+          }
+          return out;
+        },
+        what);
+    const auto error = packed["error"].template get<std::string>();
+    const auto kind = packed["kind"].template get<std::string>();
     if (kind == "config") throw ConfigError(error);
     if (kind == "checkpoint") throw CheckpointError(error);
+    if (kind == "data") throw DataError(error);
+    if (kind == "invalid") throw InvalidExperimentException(error);
     if (!error.empty()) throw std::runtime_error(dist.is_chief() ? error : "dtl: the chief failed: " + error);
-    return result;
+    return std::move(packed["result"]);
   }
 
   /// Determined's loop condition: `max_length.value - (batches | epochs trained) > 0`.
@@ -386,11 +392,13 @@ class Trainer {
       auto reducers = detail::prepare_reducers(ctx_.reducers_, /*training=*/true);
       nlohmann::ordered_json batches = nlohmann::ordered_json::array();
       for (const auto& b : report.batch_metrics) batches.push_back(b);
-      const auto all =
-          dist.allgather(nlohmann::ordered_json{{"batches", std::move(batches)}, {"reducers", reducers.mine}});
+      const auto all = dist.allgather(
+          nlohmann::ordered_json{{"batches", std::move(batches)}, {"records", records}, {"reducers", reducers.mine}});
       std::vector<MetricsJson> per_rank;
       std::vector<nlohmann::json> reducer_values;
+      records = 0;  // the workload's records across all ranks
       for (const auto& r : all) {
+        records += r.at("records").template get<std::int64_t>();
         per_rank.push_back(r.at("batches"));
         reducer_values.push_back(nlohmann::json(r.at("reducers")));
       }
@@ -511,13 +519,16 @@ class Trainer {
       }
       batches = val_collector_.batches();
     } else {
-      if (ctx_.distributed().is_chief()) {
-        Metrics m(trial_.evaluate_full_dataset(*val_loader_));
-        for (const auto& [k, v] : m)
-          metrics[k] = v.is_tensor() ? detail::tensor_to_json(v.tensor()) : nlohmann::ordered_json(v.number());
-      }
       // The chief's metrics on every rank: callbacks and the checkpoint policy see the same values.
-      if (ctx_.distributed().connected()) metrics = ctx_.distributed().broadcast(metrics);
+      metrics = on_chief(
+          [&] {
+            MetricsJson out = MetricsJson::object();
+            Metrics m(trial_.evaluate_full_dataset(*val_loader_));
+            for (const auto& [k, v] : m)
+              out[k] = v.is_tensor() ? detail::tensor_to_json(v.tensor()) : nlohmann::ordered_json(v.number());
+            return out;
+          },
+          "running evaluate_full_dataset");
     }
     set_train_mode(true);
     state_.last_val = state_.batches_trained;
@@ -576,32 +587,34 @@ class Trainer {
     nlohmann::json mine = {{"cpu_rng_state", detail::cpu_rng_state_hex()},
                            {"data_position", data_position_ ? data_position_() : nlohmann::json(nullptr)}};
     auto ranks = dist.gather(mine);
-    const auto written = on_chief([&] {
-      auto w = checkpointer().save(
-          ctx_,
-          detail::CheckpointState{
-              .batches_trained = state_.batches_trained,
-              .epochs_trained = state_.epochs_trained,
-              .last_val = state_.last_val,
-              .last_ckpt = state_.last_ckpt,
-              .best_validation = state_.best_validation,
-              .data_position = mine["data_position"],
-              .validation_metric = state_.last_val == state_.batches_trained ? last_searcher_metric_ : std::nullopt,
-              .ranks = nlohmann::json(std::move(*ranks))},
-          callbacks_);
-      for (auto& [name, cb] : callbacks_) cb->on_checkpoint_write_end(w.dir);
-      checkpointer().collect_garbage({.latest = opts_.save_trial_latest,
-                                      .best = opts_.save_trial_best,
-                                      .smaller_is_better = opts_.smaller_is_better});
-      return nlohmann::json{{"uuid", w.uuid}, {"dir", w.dir.string()}};
-    });
+    const auto written = on_chief(
+        [&] {
+          auto w = checkpointer().save(
+              ctx_.checkpoint_state(),
+              detail::CheckpointState{
+                  .batches_trained = state_.batches_trained,
+                  .epochs_trained = state_.epochs_trained,
+                  .last_val = state_.last_val,
+                  .last_ckpt = state_.last_ckpt,
+                  .best_validation = state_.best_validation,
+                  .data_position = mine["data_position"],
+                  .validation_metric = state_.last_val == state_.batches_trained ? last_searcher_metric_ : std::nullopt,
+                  .ranks = nlohmann::json(std::move(*ranks))},
+              callbacks_);
+          for (auto& [name, cb] : callbacks_) cb->on_checkpoint_write_end(w.dir);
+          checkpointer().collect_garbage({.latest = opts_.save_trial_latest,
+                                          .best = opts_.save_trial_best,
+                                          .smaller_is_better = opts_.smaller_is_better});
+          return nlohmann::json{{"uuid", w.uuid}, {"dir", w.dir.string()}};
+        },
+        "writing a checkpoint");
     const auto uuid = written.at("uuid").template get<std::string>();
     reporter_->note("checkpoint " + uuid + " at batch " + std::to_string(state_.batches_trained));
     for (auto& [name, cb] : callbacks_) cb->on_checkpoint_upload_end(uuid);
   }
 
   void load(const std::filesystem::path& dir) {
-    auto st = checkpointer().load(ctx_, dir, callbacks_);
+    auto st = checkpointer().load(ctx_.checkpoint_state(), dir, callbacks_);
     state_ = TrialState{.batches_trained = st.batches_trained,
                         .epochs_trained = st.epochs_trained,
                         .last_val = st.last_val,

@@ -38,6 +38,17 @@ double weighted_sum(const std::vector<std::pair<double, std::int64_t>>& v) {
   return s;
 }
 
+class SlowCheckpoint : public dtl::PyTorchCallback {
+ public:
+  explicit SlowCheckpoint(std::int64_t ms) : ms_(ms) {}
+  void on_checkpoint_write_end(const std::filesystem::path&) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms_));
+  }
+
+ private:
+  std::int64_t ms_;
+};
+
 class DistTrial : public dtl::PyTorchTrial<DistTrial> {
  public:
   explicit DistTrial(dtl::PyTorchTrialContext& ctx) : ctx_(ctx) {
@@ -101,6 +112,15 @@ class DistTrial : public dtl::PyTorchTrial<DistTrial> {
   }
 
   torch::nn::Sequential& model() { return model_; }
+
+  // DTL_TEST_CKPT_SLEEP_MS: the chief's checkpoint takes that long (chief-only work that must not
+  // trip the other ranks' timeout while the chief is alive).
+  dtl::Callbacks build_callbacks() {
+    dtl::Callbacks c;
+    if (const auto ms = env_or("DTL_TEST_CKPT_SLEEP_MS", 0); ms > 0)
+      c.emplace_back("slow_checkpoint", std::make_shared<SlowCheckpoint>(ms));
+    return c;
+  }
 
  private:
   static std::vector<std::int64_t> expected_order(std::size_t n) {

@@ -286,6 +286,49 @@ TEST_CASE("a rank killed mid-run: the survivor exits non-zero within the timeout
   fs::remove_all(root);
 }
 
+TEST_CASE("a rank that stops answering (SIGSTOP): the other fails after the timeout, not never") {
+  const auto root = test::temp_run_dir("dist-stop");
+  fs::create_directories(root);
+  const auto run = root / "run";
+  const auto port = std::to_string(free_port());
+  std::vector<pid_t> pids;
+  for (std::int64_t r = 0; r < 2; ++r)
+    pids.push_back(spawn({DTL_DIST_CHILD, "--run-dir", run.string(), "--seed", "1", "--max-length", "batches=100000"},
+                         {{"MASTER_ADDR", "127.0.0.1"},
+                          {"MASTER_PORT", port},
+                          {"WORLD_SIZE", "2"},
+                          {"RANK", std::to_string(r)},
+                          {"DTL_TEST_SLEEP_MS", "5"},
+                          {"DTL_DIST_TIMEOUT", "5"}},
+                         run.string() + ".rank" + std::to_string(r) + ".log"));
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  ::kill(pids[1], SIGSTOP);
+  const auto t0 = Clock::now();
+  const int rc = wait_for(pids[0], std::chrono::seconds(60));
+  const auto waited = Clock::now() - t0;
+  ::kill(pids[1], SIGKILL);
+  wait_for(pids[1], std::chrono::seconds(5));
+  CHECK(rc == 1);
+  CHECK(waited >= std::chrono::seconds(4));  // it waited for the timeout...
+  CHECK(waited < std::chrono::seconds(15));  // ...and no longer
+  const auto log = slurp(run.string() + ".rank0.log");
+  CHECK_MESSAGE(log.find("did not answer within 5 s") != std::string::npos, log);
+  fs::remove_all(root);
+}
+
+TEST_CASE("chief-only work longer than the timeout: the other ranks wait while the chief is alive") {
+  const auto root = test::temp_run_dir("dist-slow-chief");
+  fs::create_directories(root);
+  auto args = base_args(8);
+  args.insert(args.end(), {"--max-length", "batches=8"});
+  // Checkpoints at batches 4 and 8 each take 3 s on the chief; the collective timeout is 2 s.
+  Launch l{root / "run", args, {{"DTL_TEST_CKPT_SLEEP_MS", "3000"}, {"DTL_DIST_TIMEOUT", "2"}}};
+  const auto rc = run_ranks(2, l);
+  CHECK_MESSAGE(rc == all_ok2, slurp(root.string() + "/run.rank1.log"));
+  CHECK(rank_result(l.run, 1)["weights"] == rank_result(l.run, 0)["weights"]);
+  fs::remove_all(root);
+}
+
 TEST_CASE("kill/resume with 2 ranks and dropout: final weights equal an uninterrupted run's bit for bit") {
   const auto root = test::temp_run_dir("dist-resume");
   fs::create_directories(root);

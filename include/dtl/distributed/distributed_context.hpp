@@ -21,12 +21,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace dtl {
@@ -41,6 +46,7 @@ struct Communicator {
   std::int64_t rank = 0;
   std::int64_t size = 1;
   bool failure_posted = false;
+  std::int64_t chief_calls = 0;  // run_on_chief's sequence number (the same on every rank)
 };
 
 inline constexpr const char* failure_key = "dtl/failure";
@@ -158,6 +164,85 @@ class DistributedContext {
     return Json::from_cbor(
         broadcast_bytes(is_chief() ? Json::to_cbor(mine) : std::vector<std::uint8_t>{}, "broadcast"));
   }
+  /// Runs `f` (returning a JSON value) on the chief alone and returns its value on every rank,
+  /// like `broadcast(f())` — but the other ranks wait on the store, not in a collective, for as
+  /// long as the chief is alive: a thread of the chief beats every half second, and only a chief
+  /// whose beat stops for the timeout (stopped, hung) or that is lost fails them. For chief-only
+  /// work of any length: a checkpoint write, evaluate_full_dataset. `f` must not throw (return
+  /// the error in the value instead), and must not call collectives.
+  template <class Json = nlohmann::json, class F>
+  [[nodiscard]] Json run_on_chief(F&& f, const std::string& what) const {
+    if (!comm_) return f();
+    const auto id = std::to_string(comm_->chief_calls++);
+    const std::string done = "chief/" + id, beat = "chief/" + id + "/beat";
+    if (is_chief()) {
+      std::atomic<bool> working{true};
+      std::mutex m;
+      std::condition_variable cv;
+      std::thread heart([&] {
+        std::unique_lock lock(m);
+        while (working) {
+          try {
+            comm_->store->add(beat, 1);
+          } catch (...) {
+          }
+          cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return !working; });
+        }
+      });
+      Json value;
+      try {
+        value = f();
+      } catch (...) {
+        {
+          std::lock_guard lock(m);
+          working = false;
+        }
+        cv.notify_all();
+        heart.join();
+        throw;
+      }
+      {
+        std::lock_guard lock(m);
+        working = false;
+      }
+      cv.notify_all();
+      heart.join();
+      const auto bytes = Json::to_cbor(value);
+      run(what.c_str(), [&] { comm_->store->set(done, bytes); });
+      return value;
+    }
+    auto last_beat = std::int64_t{-1};
+    auto last_change = std::chrono::steady_clock::now();
+    auto pause = std::chrono::microseconds(200);
+    for (;;) {
+      bool ready = false;
+      std::int64_t b = 0;
+      try {
+        ready = comm_->store->check({done});
+        if (!ready) b = comm_->store->add(beat, 0);
+      } catch (const std::exception& e) {
+        auto peer = peer_failure();
+        throw DistributedError("dtl: rank " + std::to_string(rank) + ": the chief was lost while it was " + what +
+                               (peer.empty() ? "" : " (" + peer + ")") + " [" + first_line(e.what()) + "]");
+      }
+      if (ready) break;
+      const auto now = std::chrono::steady_clock::now();
+      if (b != last_beat) {
+        last_beat = b;
+        last_change = now;
+      } else if (now - last_change > comm_->timeout) {
+        throw DistributedError("dtl: rank " + std::to_string(rank) + ": the chief did not answer within " +
+                               seconds(comm_->timeout) + " while it was " + what +
+                               " (stopped or hung; DTL_DIST_TIMEOUT sets the limit)");
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(50));
+    }
+    std::vector<std::uint8_t> bytes;
+    run(what.c_str(), [&] { bytes = comm_->store->get(done); });
+    return Json::from_cbor(bytes);
+  }
+
   /// Waits until every rank has reached it.
   void barrier() const {
     if (!comm_) return;
