@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include <dtl/checkpoint/trial_state_refs.hpp>
 #include <dtl/config/experiment_config.hpp>
 #include <dtl/config/hparams.hpp>
 #include <dtl/data/batch.hpp>
@@ -35,9 +36,6 @@ namespace dtl {
 
 template <class Trial>
 class Trainer;
-namespace detail {
-struct CheckpointAccess;
-}
 
 /// Gradient clipping for step_optimizer (Determined's `clip_grads=lambda params: ...`).
 ///   ctx.step_optimizer(opt, dtl::clip_grad_norm(1.0));
@@ -273,6 +271,19 @@ class PyTorchTrialContext {
   [[nodiscard]] bool get_stop_requested() const noexcept { return stop_requested_; }
 
   [[nodiscard]] const std::vector<std::shared_ptr<torch::nn::Module>>& models() const noexcept { return models_; }
+
+  /// What a checkpoint saves and restores of this trial — models, optimizers, LR schedulers,
+  /// hyperparameters, config and seed — lent to checkpoint storage, which knows no contexts.
+  [[nodiscard]] detail::TrialStateRefs checkpoint_state() const {
+    detail::TrialStateRefs r;
+    r.models = models_;
+    for (const auto& e : optimizers_) r.optimizers.push_back(e.optimizer);
+    for (const auto& e : lr_schedulers_) r.lr_schedulers.push_back({e.scheduler.get(), e.save, e.load});
+    r.hparams = s_.hparams;
+    r.experiment_config = get_experiment_config();
+    r.trial_seed = s_.trial_seed;
+    return r;
+  }
   /// The wrapped optimizers, in wrap order (Determined's `context.optimizers`).
   [[nodiscard]] std::vector<std::shared_ptr<torch::optim::Optimizer>> optimizers() const {
     std::vector<std::shared_ptr<torch::optim::Optimizer>> out;
@@ -294,7 +305,6 @@ class PyTorchTrialContext {
  private:
   template <class Trial>
   friend class Trainer;
-  friend struct detail::CheckpointAccess;
 
   struct OptimizerEntry {
     std::shared_ptr<torch::optim::Optimizer> optimizer;

@@ -2,6 +2,7 @@
 
 // torch.save's file format from C++: round trips, error reporting, and interop with Python's
 // torch 1.13 in both directions (skipped, visibly, when /usr/bin/python3 lacks torch).
+#include <dtl/checkpoint/state_dict.hpp>
 #include <dtl/checkpoint/torch_save.hpp>
 
 #include "../support/external.hpp"
@@ -620,3 +621,18 @@ print("written")
 }
 
 }  // namespace dtl_torch_save_test
+
+TEST_CASE("a state dict saved from a DDP-wrapped model (keys prefixed module.) loads, as Determined loads it") {
+  torch::nn::Linear saved(3, 2), loaded(3, 2);
+  c10::impl::GenericDict ddp(c10::StringType::get(), c10::AnyType::get());
+  for (const auto& p : saved->named_parameters()) ddp.insert("module." + p.key(), p.value().detach().clone());
+  dtl::load_state_dict(*loaded, ddp, /*strict=*/true, "ddp state dict");
+  CHECK(torch::equal(loaded->weight, saved->weight));
+  CHECK(torch::equal(loaded->bias, saved->bias));
+  // Only a fully prefixed dict is taken for DDP's: a mix is a mismatch, named.
+  c10::impl::GenericDict mixed(c10::StringType::get(), c10::AnyType::get());
+  mixed.insert("module.weight", saved->weight.detach().clone());
+  mixed.insert("bias", saved->bias.detach().clone());
+  CHECK_THROWS_WITH_AS(dtl::load_state_dict(*loaded, mixed, true, "mixed"),
+                       doctest::Contains("missing: weight; unexpected: module.weight"), dtl::CheckpointError);
+}

@@ -11,7 +11,7 @@
 #include <dtl/checkpoint/optimizer_state.hpp>
 #include <dtl/checkpoint/state_dict.hpp>
 #include <dtl/checkpoint/torch_save.hpp>
-#include <dtl/context.hpp>
+#include <dtl/checkpoint/trial_state_refs.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/version.hpp>
 
@@ -139,12 +139,6 @@ inline std::string read_file(const std::filesystem::path& p) {
   return s.str();
 }
 
-/// Grants the checkpointer the context's registries without making them public API.
-struct CheckpointAccess {
-  static auto& optimizers(PyTorchTrialContext& c) { return c.optimizers_; }
-  static auto& lr_schedulers(PyTorchTrialContext& c) { return c.lr_schedulers_; }
-};
-
 class Checkpointer {
  public:
   explicit Checkpointer(std::filesystem::path storage) : storage_(std::move(storage)) {}
@@ -161,7 +155,7 @@ class Checkpointer {
     return storage_ / uuid;
   }
 
-  WrittenCheckpoint save(PyTorchTrialContext& ctx, const CheckpointState& st, const Callbacks& callbacks = {}) {
+  WrittenCheckpoint save(const TrialStateRefs& trial, const CheckpointState& st, const Callbacks& callbacks = {}) {
     namespace fs = std::filesystem;
     fs::create_directories(storage_);
     WrittenCheckpoint w{new_uuid4(), {}};
@@ -171,25 +165,25 @@ class Checkpointer {
 
     // state_dict.pth in Determined's layout, as Python's torch.save writes it (weights_only-safe).
     c10::impl::GenericList models(c10::AnyType::get());
-    for (const auto& m : ctx.models()) models.push_back(dtl::state_dict(*m));
+    for (const auto& m : trial.models) models.push_back(dtl::state_dict(*m));
     c10::impl::GenericList optimizers(c10::AnyType::get());
-    auto& opts = CheckpointAccess::optimizers(ctx);
+    const auto& opts = trial.optimizers;
     for (std::size_t i = 0; i < opts.size(); ++i) {
-      if (auto py = python_optimizer_state(*opts[i].optimizer)) {
+      if (auto py = python_optimizer_state(*opts[i])) {
         optimizers.push_back(*py);
       } else {
         // No Python layout for this optimizer type: LibTorch's own archive beside it.
         optimizers.push_back(c10::IValue());
         torch::serialize::OutputArchive archive;
-        opts[i].optimizer->save(archive);
+        opts[i]->save(archive);
         const auto file = tmp / ("optimizer_" + std::to_string(i) + ".pt");
         archive.save_to(file.string());
         fsync_path(file, false);
       }
     }
     c10::impl::GenericList schedulers(c10::AnyType::get());
-    for (const auto& sch : CheckpointAccess::lr_schedulers(ctx))
-      schedulers.push_back(sch.save ? json_to_ivalue(sch.save(sch.scheduler.get())) : c10::IValue());
+    for (const auto& sch : trial.lr_schedulers)
+      schedulers.push_back(sch.save ? json_to_ivalue(sch.save(sch.object)) : c10::IValue());
     c10::impl::GenericDict callback_states(c10::StringType::get(), c10::AnyType::get());
     for (const auto& [name, cb] : callbacks) callback_states.insert(name, json_to_ivalue(cb->state_dict()));
     c10::impl::GenericDict rng(c10::StringType::get(), c10::AnyType::get());
@@ -208,14 +202,14 @@ class Checkpointer {
                                   {"epochs_trained", st.epochs_trained},
                                   {"last_val", st.last_val},
                                   {"last_ckpt", st.last_ckpt},
-                                  {"trial_seed", ctx.get_trial_seed()}};
+                                  {"trial_seed", trial.trial_seed}};
     trial_state["best_validation"] = st.best_validation ? nlohmann::json(*st.best_validation) : nlohmann::json(nullptr);
     trial_state["data_position"] = st.data_position;
     if (!st.ranks.is_null()) trial_state["ranks"] = st.ranks;
     write_file(tmp / "trial_state.json", trial_state.dump(2));
     nlohmann::json load_data = {{"trial_type", "PyTorchTrial"},
-                                {"experiment_config", ctx.get_experiment_config()},
-                                {"hparams", ctx.get_hparams()},
+                                {"experiment_config", trial.experiment_config},
+                                {"hparams", trial.hparams},
                                 {"is_trainer", true}};
     write_file(tmp / "load_data.json", load_data.dump(2));
     // metadata.json last, as Determined: its presence marks the files complete.
@@ -277,7 +271,7 @@ class Checkpointer {
     for (const auto& e : all)
       if (e.metric) scored.push_back(&e);
     std::stable_sort(scored.begin(), scored.end(), [&](auto* a, auto* b) {
-      return policy.smaller_is_better ? *a->metric < *b->metric : *a->metric > *b->metric;
+      return policy.smaller_is_better ? (*a->metric) < (*b->metric) : (*a->metric) > (*b->metric);
     });
     for (std::size_t i = 0; i < scored.size() && static_cast<std::int64_t>(i) < policy.best; ++i)
       keep.push_back(scored[i]);
@@ -294,7 +288,7 @@ class Checkpointer {
   /// Restores models, optimizers, schedulers, callbacks' state and the RNG from `dir`, and returns
   /// the counters. Anything missing or not matching the trial is a CheckpointError naming the
   /// file and what did not fit; nothing in the files is executed.
-  CheckpointState load(PyTorchTrialContext& ctx, const std::filesystem::path& dir, const Callbacks& callbacks = {}) {
+  CheckpointState load(const TrialStateRefs& trial, const std::filesystem::path& dir, const Callbacks& callbacks = {}) {
     namespace fs = std::filesystem;
     if (!fs::is_directory(dir))
       throw CheckpointError("dtl: checkpoint " + dir.string() + " does not exist (or is not a directory)");
@@ -314,14 +308,14 @@ class Checkpointer {
     for (const auto& [name, cb] : callbacks) cb->on_checkpoint_load_start(root);
 
     const auto models = entry("models_state_dict").toListRef();
-    if (models.size() != ctx.models().size())
+    if (models.size() != trial.models.size())
       throw CheckpointError(where + " holds " + std::to_string(models.size()) + " models but the trial wraps " +
-                            std::to_string(ctx.models().size()));
+                            std::to_string(trial.models.size()));
     for (std::size_t i = 0; i < models.size(); ++i)
-      dtl::load_state_dict(*ctx.models()[i], models[i], /*strict=*/true,
+      dtl::load_state_dict(*trial.models[i], models[i], /*strict=*/true,
                            "checkpoint " + file.string() + " (model " + std::to_string(i) + ")");
 
-    auto& opts = CheckpointAccess::optimizers(ctx);
+    const auto& opts = trial.optimizers;
     const auto saved_opts = entry("optimizers_state_dict").toListRef();
     if (saved_opts.size() != opts.size())
       throw CheckpointError(where + " holds " + std::to_string(saved_opts.size()) + " optimizers but the trial wraps " +
@@ -329,24 +323,24 @@ class Checkpointer {
     for (std::size_t i = 0; i < opts.size(); ++i) {
       const std::string w = where + " (optimizer " + std::to_string(i) + ")";
       if (!saved_opts[i].isNone()) {
-        if (!load_python_optimizer_state(*opts[i].optimizer, saved_opts[i], w))
+        if (!load_python_optimizer_state(*opts[i], saved_opts[i], w))
           throw CheckpointError(w + ": holds a Python-layout state but the trial's optimizer type has none");
       } else {
         const auto archive_file = dir / ("optimizer_" + std::to_string(i) + ".pt");
         if (!fs::exists(archive_file)) throw CheckpointError(w + ": " + archive_file.string() + " is missing");
         torch::serialize::InputArchive archive;
         archive.load_from(archive_file.string());
-        opts[i].optimizer->load(archive);
+        opts[i]->load(archive);
       }
     }
-    auto& scheds = CheckpointAccess::lr_schedulers(ctx);
+    const auto& scheds = trial.lr_schedulers;
     const auto saved_scheds = entry("lr_schedulers_state_dict").toListRef();
     if (saved_scheds.size() != scheds.size())
       throw CheckpointError(where + " holds " + std::to_string(saved_scheds.size()) +
                             " LR schedulers but the trial wraps " + std::to_string(scheds.size()));
     for (std::size_t i = 0; i < scheds.size(); ++i)
       if (scheds[i].load && !saved_scheds[i].isNone())
-        scheds[i].load(scheds[i].scheduler.get(), ivalue_to_json(saved_scheds[i]));
+        scheds[i].load(scheds[i].object, ivalue_to_json(saved_scheds[i]));
 
     const auto rng = entry("rng_state").toGenericDict();
     if (!rng.contains("cpu_rng_state")) throw CheckpointError(where + ": rng_state has no cpu_rng_state");

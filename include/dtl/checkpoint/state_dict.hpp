@@ -40,9 +40,14 @@ inline void load_state_dict(torch::nn::Module& module, const c10::IValue& sd, bo
                             const std::string& where = "state dict") {
   if (!sd.isGenericDict()) throw CheckpointError("dtl: " + where + " is not a dict of tensors");
   const auto dict = sd.toGenericDict();
+  // A state dict saved from a DDP-wrapped model (a Python multi-GPU Determined checkpoint) has
+  // every key prefixed `module.`; it loads as Determined loads it, with the prefix stripped.
+  bool ddp = dict.size() > 0;
+  for (const auto& e : dict) ddp = ddp && e.key().isString() && e.key().toStringRef().starts_with("module.");
+  const std::string prefix = ddp ? "module." : "";
   std::vector<std::pair<std::string, torch::Tensor>> targets;
-  for (const auto& p : module.named_parameters()) targets.emplace_back(p.key(), p.value());
-  for (const auto& b : module.named_buffers()) targets.emplace_back(b.key(), b.value());
+  for (const auto& p : module.named_parameters()) targets.emplace_back(prefix + p.key(), p.value());
+  for (const auto& b : module.named_buffers()) targets.emplace_back(prefix + b.key(), b.value());
   std::string missing, unexpected, shapes;
   for (const auto& [name, t] : targets) {
     if (!dict.contains(name)) {

@@ -2,8 +2,8 @@
 // analysis (Determined's `det.pytorch.load_trial_from_checkpoint_path`). The context gets the
 // checkpoint's hyperparameters and trial seed; the trial is constructed as in training; then its
 // models, optimizers and LR schedulers are restored. Nothing trains and nothing is written.
-#ifndef DTL_CHECKPOINT_LOAD_TRIAL_HPP
-#define DTL_CHECKPOINT_LOAD_TRIAL_HPP
+#ifndef DTL_LOAD_TRIAL_HPP
+#define DTL_LOAD_TRIAL_HPP
 
 #include <dtl/checkpoint/checkpoint.hpp>
 #include <dtl/context.hpp>
@@ -54,11 +54,11 @@ LoadedTrial<Trial> load_trial_from_checkpoint_path(const std::filesystem::path& 
   LoadedTrial<Trial> out;
   out.context = std::make_unique<PyTorchTrialContext>(std::move(setup));
   out.trial = std::make_unique<Trial>(*out.context, std::forward<Args>(trial_args)...);
-  detail::Checkpointer(path.parent_path()).load(*out.context, path);
+  detail::Checkpointer(path.parent_path()).load(out.context->checkpoint_state(), path);
   for (const auto& m : out.context->models()) m->eval();
   return out;
 }
 
 }  // namespace dtl
 
-#endif  // DTL_CHECKPOINT_LOAD_TRIAL_HPP
+#endif  // DTL_LOAD_TRIAL_HPP

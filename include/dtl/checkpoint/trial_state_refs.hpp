@@ -1,0 +1,34 @@
+// dtl — what a checkpoint saves and restores of a trial, lent to storage by the trial's context
+// (PyTorchTrialContext::checkpoint_state()). Storage knows modules, optimizers, state dicts and
+// bytes; it does not know trials or contexts.
+#ifndef DTL_CHECKPOINT_TRIAL_STATE_REFS_HPP
+#define DTL_CHECKPOINT_TRIAL_STATE_REFS_HPP
+
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace dtl::detail {
+
+struct TrialStateRefs {
+  /// A type-erased LR scheduler: its state as JSON (Python's layout), when it has one.
+  struct LRScheduler {
+    void* object = nullptr;
+    nlohmann::json (*save)(const void*) = nullptr;  // null: no state dtl can save
+    void (*load)(void*, const nlohmann::json&) = nullptr;
+  };
+  std::vector<std::shared_ptr<torch::nn::Module>> models;            ///< in wrap order
+  std::vector<std::shared_ptr<torch::optim::Optimizer>> optimizers;  ///< in wrap order
+  std::vector<LRScheduler> lr_schedulers;                            ///< in wrap order
+  nlohmann::json hparams;
+  nlohmann::json experiment_config;  ///< null when there is none
+  std::uint64_t trial_seed = 0;
+};
+
+}  // namespace dtl::detail
+
+#endif  // DTL_CHECKPOINT_TRIAL_STATE_REFS_HPP
