@@ -121,7 +121,7 @@ int worker(std::int64_t batches, bool overlap) {
   at::set_num_threads(1);
   const auto world = std::atoll(std::getenv("WORLD_SIZE") ? std::getenv("WORLD_SIZE") : "1");
   const auto run = std::filesystem::temp_directory_path() /
-                   ("dtl-dist-bench-" + std::to_string(::getppid()) + "-" + std::to_string(std::rand()));
+                   ("dtl-dist-bench-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
   auto ctx = dtl::init(
       dtl::InitOptions{.hparams = {{"global_batch_size", per_slot_batch() * world}}, .seed = 1, .run_dir = run});
   MlpTrial trial(ctx, overlap);
@@ -162,19 +162,24 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
-/// Runs `cmd` (through the shell) and returns the chief's JSON line.
-nlohmann::json run(const std::string& cmd) {
+/// Runs `cmd` (through the shell) and returns every chief's JSON line.
+std::vector<nlohmann::json> run_all(const std::string& cmd) {
   FILE* p = ::popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
   while (std::fgets(buf, sizeof buf, p)) out += buf;
   const int rc = ::pclose(p);
   std::istringstream lines(out);
+  std::vector<nlohmann::json> results;
   for (std::string line; std::getline(lines, line);)
-    if (line.starts_with("{\"batches\"")) return nlohmann::json::parse(line);
-  std::cerr << "benchmark command failed (status " << rc << "): " << cmd << "\n" << out << "\n";
-  std::exit(1);
+    if (line.starts_with("{\"batches\"")) results.push_back(nlohmann::json::parse(line));
+  if (results.empty() || rc != 0) {
+    std::cerr << "benchmark command failed (status " << rc << "): " << cmd << "\n" << out << "\n";
+    std::exit(1);
+  }
+  return results;
 }
+nlohmann::json run(const std::string& cmd) { return run_all(cmd).front(); }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -212,6 +217,17 @@ int main(int argc, char** argv) {
     if (world == 1) cmd = common + "WORLD_SIZE=1 RANK=0 " + self + args;
     return run(cmd + " 2>&1");
   };
+  // Two single processes side by side, no communication: what this machine's cores give two
+  // concurrent trainings at all (the ceiling for 2 ranks; 2.0 on truly independent cores).
+  auto independent = [&] {
+    const std::string one = common + "WORLD_SIZE=1 RANK=0 " + self + args;
+    const auto both = run_all("(" + one + " & " + one + "; wait) 2>&1");
+    if (both.size() != 2) {
+      std::cerr << "expected two results from the independent runs\n";
+      std::exit(1);
+    }
+    return (both[0]["seconds"].get<double>() + both[1]["seconds"].get<double>()) / 2.0;
+  };
   auto torchrun = [&] {
     return run(common + "torchrun --redirects 9:1 --tee 9:1 --nproc_per_node=1 --master_port=" +
                std::to_string(free_port()) + " --no_python " + self + args + " 2>&1");
@@ -223,14 +239,16 @@ int main(int argc, char** argv) {
             << ", per-slot batch " << per_slot_batch() << ", " << batches
             << " timed batches, 1 intra-op thread per process, Gloo over loopback, buckets of " << bucket_mb()
             << " MB; " << rounds << " rounds\n";
-  std::vector<double> speedup, step1, step2, wait_on, wait_off, torchrun_ratio;
+  std::vector<double> speedup, step1, step2, wait_on, wait_off, torchrun_ratio, ceiling;
   for (std::int64_t r = 0; r < rounds; ++r) {
     // Rotate who goes first, so that drift in the machine's load does not favour one.
     std::vector<std::function<void()>> order;
     nlohmann::json one, two, two_off, tr;
+    double side_by_side = 0;
     order.push_back([&] { one = plain(1, true); });
     order.push_back([&] { two = plain(2, true); });
     order.push_back([&] { two_off = plain(2, false); });
+    order.push_back([&] { side_by_side = independent(); });
     if (have_torchrun) order.push_back([&] { tr = torchrun(); });
     std::rotate(order.begin(), order.begin() + (r % static_cast<std::int64_t>(order.size())), order.end());
     for (auto& f : order) f();
@@ -239,17 +257,21 @@ int main(int argc, char** argv) {
     step1.push_back(s1 * 1e3);
     step2.push_back(s2 * 1e3);
     speedup.push_back(2.0 * s1 / s2);  // examples per second: 2 ranks x per-slot batch per step
+    ceiling.push_back(2.0 * one["seconds"].get<double>() / side_by_side);
     wait_on.push_back(two["wait_seconds"].get<double>() / static_cast<double>(batches) * 1e3);
     wait_off.push_back(two_off["wait_seconds"].get<double>() / static_cast<double>(batches) * 1e3);
     if (have_torchrun) torchrun_ratio.push_back(tr["seconds"].get<double>() / one["seconds"].get<double>());
     std::cout << "round " << r << ": 1 rank " << fmt(s1 * 1e3, 1) << " ms/step, 2 ranks " << fmt(s2 * 1e3, 1)
-              << " ms/step (throughput x" << fmt(speedup.back(), 2) << "), all-reduce wait/step overlap "
+              << " ms/step (throughput x" << fmt(speedup.back(), 2) << "; 2 independent processes x"
+              << fmt(ceiling.back(), 2) << "), all-reduce wait/step overlap "
               << fmt(wait_on.back(), 2) << " ms vs after-backward " << fmt(wait_off.back(), 2) << " ms"
               << (have_torchrun ? ", torchrun/alone " + fmt(torchrun_ratio.back()) : std::string()) << "\n";
   }
   std::cout << "median: 1-rank step " << fmt(median(step1), 1) << " ms; 2 ranks throughput x" << fmt(median(speedup), 2)
             << " [" << fmt(*std::min_element(speedup.begin(), speedup.end()), 2) << ".."
-            << fmt(*std::max_element(speedup.begin(), speedup.end()), 2) << "] (target >= 1.6)\n";
+            << fmt(*std::max_element(speedup.begin(), speedup.end()), 2)
+            << "] (target >= 1.6); two independent single processes side by side: x" << fmt(median(ceiling), 2)
+            << " (the machine's ceiling for two)\n";
   std::cout << "median all-reduce wait per step: " << fmt(median(wait_on), 2) << " ms with overlap, "
             << fmt(median(wait_off), 2) << " ms without\n";
   if (have_torchrun)
