@@ -57,6 +57,10 @@ check onevar_analytic bash -c "build/examples/onevar --run-dir '$run/onevar' --m
 # Validation every 50 of 100 batches: workloads end at 50 and 100, each reporting training metrics.
 check onevar_metrics_jsonl bash -c "test \$(grep -c '\"type\":\"training\"' '$run/onevar/metrics.jsonl') -eq 2 && test \$(grep -c '\"type\":\"validation\",\"steps_completed\":100' '$run/onevar/metrics.jsonl') -eq 1"
 check onevar_bad_flag bash -c "build/examples/onevar --max-lenght batches=1 2>&1 | grep -q \"did you mean '--max-length'\"; test \${PIPESTATUS[0]} -eq 2"
+# Errors reach a main() without try/catch as one line and a documented status, never an abort:
+# 2 for a usage mistake (a --resume directory that does not exist), 1 for a corrupt checkpoint.
+check onevar_resume_missing bash -c "out=\$(build/examples/onevar --run-dir '$run/r1' --resume /nonexistent/ckpt 2>&1); rc=\$?; echo \"\$out\"; test \$rc -eq 2 && grep -q '^error: dtl: --resume /nonexistent/ckpt: no such checkpoint directory' <<<\"\$out\" && ! grep -q 'terminate called' <<<\"\$out\""
+check onevar_resume_corrupt bash -c "build/examples/onevar --run-dir '$run/r2' --max-length batches=10 >/dev/null && ck='$run/r2/checkpoints/'\$(cat '$run/r2/checkpoints/latest') && truncate -s 100 \"\$ck/state_dict.pth\" && out=\$(build/examples/onevar --run-dir '$run/r2' --resume latest --max-length batches=20 2>&1); rc=\$?; echo \"\$out\"; test \$rc -eq 1 && grep -q '^error: dtl: checkpoint' <<<\"\$out\" && ! grep -q 'terminate called' <<<\"\$out\""
 check fashion_mnist_test_mode build/examples/fashion_mnist --test-mode --run-dir "$run/fmnist"
 check fashion_mnist_checkpoint bash -c "test -f '$run/fmnist/checkpoints/latest' && test -f '$run/fmnist/checkpoints/'\$(cat '$run/fmnist/checkpoints/latest')/metadata.json"
 check fashion_mnist_missing_data bash -c "build/examples/fashion_mnist --test-mode --run-dir '$run/x' --hparam data_dir=/nonexistent 2>&1 | grep -q 'apt-get install dataset-fashion-mnist'"

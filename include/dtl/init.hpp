@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <exception>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -49,6 +50,33 @@ inline std::atomic<bool>& stop_signal_flag() {
   return flag;
 }
 inline bool stop_signal_received() noexcept { return stop_signal_flag().load(std::memory_order_relaxed); }
+
+/// A program built on `dtl::init(argc, argv)` ends every error the same way: an exception nobody
+/// caught (a corrupt checkpoint at resume, a full disk, a lost peer) prints one line `error: …`
+/// and exits with status 1 — 2 for a ConfigError (a usage or configuration mistake) — instead of
+/// std::terminate's abort and core dump.
+[[noreturn]] inline void terminate_with_error_line() noexcept {
+  int status = 1;
+  if (const auto e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const ConfigError& x) {
+      status = 2;
+      std::cerr << "error: " << x.what() << std::endl;
+    } catch (const std::exception& x) {
+      std::cerr << "error: " << x.what() << std::endl;
+    } catch (...) {
+      std::cerr << "error: an exception that is not a std::exception reached main" << std::endl;
+    }
+  } else {
+    std::cerr << "error: std::terminate called without an exception (a noexcept function threw, or a thread "
+                 "was destroyed while joinable)"
+              << std::endl;
+  }
+  std::cout.flush();
+  std::fflush(nullptr);
+  std::_Exit(status);
+}
 
 /// SIGINT / SIGTERM ask for a graceful stop: the Trainer checkpoints at the next workload
 /// boundary and returns. A second signal kills the process as usual.
@@ -188,6 +216,7 @@ inline detail::ContextSetup make_setup(InitOptions opts, const CommandLine* cl) 
     std::exit(1);
   }
   detail::install_stop_signal_handlers();
+  std::set_terminate(&detail::terminate_with_error_line);
   torch::manual_seed(setup->trial_seed);
   return PyTorchTrialContext(std::move(*setup));
 }

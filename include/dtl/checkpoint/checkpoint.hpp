@@ -145,7 +145,13 @@ class Checkpointer {
 
   /// `latest` (this run's newest complete checkpoint) or a checkpoint directory.
   [[nodiscard]] std::filesystem::path resolve(const std::string& what) const {
-    if (what != "latest") return what;
+    if (what != "latest") {
+      if (!std::filesystem::is_directory(what))
+        throw ConfigError("dtl: --resume " + what +
+                          ": no such checkpoint directory (pass a checkpoint directory, e.g. "
+                          "RUN/checkpoints/<uuid>, or `latest` with --run-dir RUN)");
+      return what;
+    }
     const auto pointer = storage_ / "latest";
     if (!std::filesystem::exists(pointer))
       throw ConfigError("dtl: --resume latest: " + pointer.string() + " does not exist (no complete checkpoint in " +
