@@ -61,6 +61,8 @@ check onevar_bad_flag bash -c "build/examples/onevar --max-lenght batches=1 2>&1
 # 2 for a usage mistake (a --resume directory that does not exist), 1 for a corrupt checkpoint.
 check onevar_resume_missing bash -c "out=\$(build/examples/onevar --run-dir '$run/r1' --resume /nonexistent/ckpt 2>&1); rc=\$?; echo \"\$out\"; test \$rc -eq 2 && grep -q '^error: dtl: --resume /nonexistent/ckpt: no such checkpoint directory' <<<\"\$out\" && ! grep -q 'terminate called' <<<\"\$out\""
 check onevar_resume_corrupt bash -c "build/examples/onevar --run-dir '$run/r2' --max-length batches=10 >/dev/null && ck='$run/r2/checkpoints/'\$(cat '$run/r2/checkpoints/latest') && truncate -s 100 \"\$ck/state_dict.pth\" && out=\$(build/examples/onevar --run-dir '$run/r2' --resume latest --max-length batches=20 2>&1); rc=\$?; echo \"\$out\"; test \$rc -eq 1 && grep -q '^error: dtl: checkpoint' <<<\"\$out\" && ! grep -q 'terminate called' <<<\"\$out\""
+# A restart-on-failure loop can always pass --resume latest: with no checkpoint yet it starts over.
+check onevar_resume_latest_fresh bash -c "out=\$(build/examples/onevar --run-dir '$run/r3' --resume latest --max-length batches=10 2>&1) && echo \"\$out\" && grep -q 'no checkpoint in .* yet; starting from the beginning' <<<\"\$out\" && test -f '$run/r3/checkpoints/latest'"
 check fashion_mnist_test_mode build/examples/fashion_mnist --test-mode --run-dir "$run/fmnist"
 check fashion_mnist_checkpoint bash -c "test -f '$run/fmnist/checkpoints/latest' && test -f '$run/fmnist/checkpoints/'\$(cat '$run/fmnist/checkpoints/latest')/metadata.json"
 check fashion_mnist_missing_data bash -c "build/examples/fashion_mnist --test-mode --run-dir '$run/x' --hparam data_dir=/nonexistent 2>&1 | grep -q 'apt-get install dataset-fashion-mnist'"

@@ -16,10 +16,10 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
-#include <exception>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -98,8 +98,9 @@ inline std::filesystem::path default_run_dir() {
   return std::filesystem::path("runs") / buf;
 }
 
-/// `--resume latest` without `--run-dir`: the newest run under runs/ that has a checkpoint.
-inline std::filesystem::path newest_run_with_checkpoint() {
+/// `--resume latest` without `--run-dir`: the newest run under runs/ that has a checkpoint, or
+/// none (a new run then starts from the beginning, with a warning).
+inline std::optional<std::filesystem::path> newest_run_with_checkpoint() {
   std::optional<std::filesystem::path> best;
   std::filesystem::file_time_type best_time{};
   std::error_code ec;
@@ -109,11 +110,7 @@ inline std::filesystem::path newest_run_with_checkpoint() {
     const auto t = std::filesystem::last_write_time(latest, ec);
     if (!best || t > best_time) best = entry.path(), best_time = t;
   }
-  if (!best)
-    throw ConfigError(
-        "dtl: --resume latest: no run under ./runs has a checkpoint; pass --run-dir DIR of the run "
-        "to resume, or --resume CHECKPOINT_DIR");
-  return *best;
+  return best;
 }
 
 inline detail::ContextSetup make_setup(InitOptions opts, const CommandLine* cl) {
@@ -160,8 +157,8 @@ inline detail::ContextSetup make_setup(InitOptions opts, const CommandLine* cl) 
         s.run_dir = *cl->run_dir;
       else if (opts.run_dir)
         s.run_dir = *opts.run_dir;
-      else if (cl && cl->resume == "latest")
-        s.run_dir = newest_run_with_checkpoint();
+      else if (auto newest = cl && cl->resume == "latest" ? newest_run_with_checkpoint() : std::nullopt)
+        s.run_dir = *newest;
       else
         s.run_dir = default_run_dir();
       std::error_code ec;

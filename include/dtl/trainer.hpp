@@ -185,10 +185,20 @@ class Trainer {
 
     std::optional<std::filesystem::path> resume_from = opts_.latest_checkpoint;
     if (const auto& r = ctx_.run_overrides().resume) {
-      // The chief resolves `latest`, so that every rank resumes from the same checkpoint.
-      auto resolved =
-          on_chief([&] { return nlohmann::json(checkpointer().resolve(*r).string()); }, "resolving --resume " + *r);
-      resume_from = resolved.template get<std::string>();
+      // The chief resolves `latest`, so that every rank resumes from the same checkpoint. With no
+      // checkpoint yet, `latest` starts from the beginning (a restart-on-failure loop can always
+      // pass it).
+      auto resolved = on_chief(
+          [&]() -> nlohmann::json {
+            if (*r == "latest" && !checkpointer().has_latest()) return nullptr;
+            return checkpointer().resolve(*r).string();
+          },
+          "resolving --resume " + *r);
+      if (resolved.is_null())
+        reporter_->warn("--resume latest: no checkpoint in " + (ctx_.run_dir() / "checkpoints").string() +
+                        " yet; starting from the beginning");
+      else
+        resume_from = resolved.template get<std::string>();
     }
     if (resume_from) load(*resume_from);
     ctx_.initial_batch_ = state_.batches_trained;
@@ -425,11 +435,15 @@ class Trainer {
     for (auto& [name, cb] : callbacks_) cb->on_training_workload_end(report.avg_metrics, report.batch_metrics);
   }
 
+  /// The share of the run done, for the console. Per batch whenever the run's length in
+  /// batches is known — also for an Epoch length — so that it moves with every report, not once
+  /// per epoch (Determined's own progress counts whole epochs).
   [[nodiscard]] double progress() const {
     if (opts_.test_mode) return 1.0;
     const auto& m = *opts_.max_length;
-    const auto done = m.is_batches() ? state_.batches_trained : state_.epochs_trained;
-    return static_cast<double>(done) / static_cast<double>(std::max<std::int64_t>(m.value(), 1));
+    if (const auto total = total_batches(ctx_.epoch_len_))
+      return static_cast<double>(state_.batches_trained) / static_cast<double>(std::max<std::int64_t>(*total, 1));
+    return static_cast<double>(state_.epochs_trained) / static_cast<double>(std::max<std::int64_t>(m.value(), 1));
   }
 
   void validate() {

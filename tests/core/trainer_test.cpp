@@ -321,3 +321,24 @@ TEST_CASE("save_trial_latest / save_trial_best: older checkpoints are deleted, t
                                 "metadata.json"));
   std::filesystem::remove_all(opts.run_dir.value());
 }
+
+TEST_CASE("the console's percentage moves per batch for an Epoch length, not once per epoch") {
+  // 2 epochs of 16 batches (64 examples, batches of 4), a report every 8 batches.
+  std::ostringstream console;
+  auto* old = std::cout.rdbuf(console.rdbuf());
+  try {
+    run({.max_length = dtl::Epoch{2},
+         .reporting_period = dtl::Batch{8},
+         .checkpoint_policy = dtl::CheckpointPolicy::none},
+        {.train_size = 64});
+  } catch (...) {
+    std::cout.rdbuf(old);
+    throw;
+  }
+  std::cout.rdbuf(old);
+  const auto text = console.str();
+  INFO(text);
+  CHECK(text.find("[train] batch 8 epoch 0 (25%)") != std::string::npos);  // was (0%) until the epoch ended
+  CHECK(text.find("[train] batch 24 epoch 1 (75%)") != std::string::npos);
+  CHECK(text.find("[train] batch 32 epoch 2 (100%)") != std::string::npos);
+}

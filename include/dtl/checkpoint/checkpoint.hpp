@@ -143,6 +143,9 @@ class Checkpointer {
  public:
   explicit Checkpointer(std::filesystem::path storage) : storage_(std::move(storage)) {}
 
+  /// Whether this storage has a complete checkpoint that `latest` points to.
+  [[nodiscard]] bool has_latest() const { return std::filesystem::exists(storage_ / "latest"); }
+
   /// `latest` (this run's newest complete checkpoint) or a checkpoint directory.
   [[nodiscard]] std::filesystem::path resolve(const std::string& what) const {
     if (what != "latest") {
