@@ -26,9 +26,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <iomanip>
 #include <limits>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dtl {
@@ -202,6 +205,7 @@ class Trainer {
     }
     if (resume_from) load(*resume_from);
     ctx_.initial_batch_ = state_.batches_trained;
+    summary_ = RunSummary{.start = Clock::now(), .first_batch = state_.batches_trained};
 
     AdaptOptions adapt{
         .skip = state_.batches_trained, .rank = dist.rank, .world = dist.size, .seed = ctx_.get_trial_seed()};
@@ -309,6 +313,44 @@ class Trainer {
       reporter_->finish_training();
       reporter_->note("stopped at batch " + std::to_string(state_.batches_trained) + " (stop requested)");
     }
+    print_summary();
+  }
+
+  /// What a user acts on at the end of a run: how far and how fast it went, the best and last
+  /// searcher metric, the best and latest checkpoints, and the commands to look further.
+  void print_summary() {
+    const auto& sm = summary_;
+    const double secs = std::chrono::duration<double>(Clock::now() - sm.start).count();
+    const auto batches = state_.batches_trained - sm.first_batch;
+    auto num = [](double v) {
+      std::ostringstream o;
+      o << v;
+      return o.str();
+    };
+    auto fixed = [](double v, int digits) {
+      std::ostringstream o;
+      o << std::fixed << std::setprecision(digits) << v;
+      return o.str();
+    };
+    std::string line = "finished: " + std::to_string(state_.batches_trained) + " batches (" +
+                       std::to_string(state_.epochs_trained) + " epochs); this run trained " + std::to_string(batches) +
+                       " in " + fixed(secs, secs < 10 ? 2 : 1) + " s";
+    if (secs > 0 && batches > 0) line += ", " + fixed(static_cast<double>(batches) / secs, 1) + " batches/s";
+    reporter_->note(line);
+    if (sm.last)
+      reporter_->note(opts_.searcher_metric + ": best " + num(sm.best->first) + " at batch " +
+                      std::to_string(sm.best->second) + ", last " + num(sm.last->first) + " at batch " +
+                      std::to_string(sm.last->second));
+    if (sm.latest_checkpoint)
+      reporter_->note("checkpoints: latest " + sm.latest_checkpoint->first + " (batch " +
+                      std::to_string(sm.latest_checkpoint->second) + ")" +
+                      (sm.best_checkpoint ? "; best " + sm.best_checkpoint->first + " (batch " +
+                                                std::to_string(sm.best_checkpoint->second) + ")"
+                                          : std::string()));
+    const auto run = ctx_.run_dir().string();
+    reporter_->note("look further: python3 tools/plot_metrics.py " + run + "/metrics.jsonl -o " + run +
+                    "/metrics.html; tensorboard --logdir " + run + "/tensorboard; continue with --run-dir " + run +
+                    " --resume latest");
   }
 
   /// Batches this fit trains in all, when known (for the progress line).
@@ -550,6 +592,12 @@ class Trainer {
     last_searcher_metric_ = searched != metrics.end() && searched->is_number()
                                 ? std::optional<double>(searched->get<double>())
                                 : std::nullopt;
+    if (last_searcher_metric_) {
+      const std::pair<double, std::int64_t> now{*last_searcher_metric_, state_.batches_trained};
+      summary_.last = now;
+      const auto& best = summary_.best;
+      if (!best || (opts_.smaller_is_better ? now.first < best->first : now.first > best->first)) summary_.best = now;
+    }
     phase_.validation += std::chrono::steady_clock::now() - t0;
     const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     reporter_->validation(state_.batches_trained, state_.epochs_trained, metrics,
@@ -623,6 +671,9 @@ class Trainer {
         },
         "writing a checkpoint");
     const auto uuid = written.at("uuid").template get<std::string>();
+    summary_.latest_checkpoint = {written.at("dir").template get<std::string>(), state_.batches_trained};
+    if (summary_.best && summary_.best->second == state_.batches_trained)
+      summary_.best_checkpoint = summary_.latest_checkpoint;
     reporter_->note("checkpoint " + uuid + " at batch " + std::to_string(state_.batches_trained));
     for (auto& [name, cb] : callbacks_) cb->on_checkpoint_upload_end(uuid);
   }
@@ -718,6 +769,14 @@ class Trainer {
   std::function<nlohmann::json()> data_position_;  // set while the training stream lives
   std::optional<double> last_searcher_metric_;     // of the latest validation, if it reported one
   nlohmann::json saved_data_position_;             // from the checkpoint being resumed
+  /// This fit's figures for the closing summary.
+  struct RunSummary {
+    Clock::time_point start;
+    std::int64_t first_batch = 0;
+    std::optional<std::pair<double, std::int64_t>> best, last;  // searcher metric and its batch
+    std::optional<std::pair<std::string, std::int64_t>> best_checkpoint, latest_checkpoint;
+  };
+  RunSummary summary_;
 };
 
 template <class TrialT>

@@ -342,3 +342,32 @@ TEST_CASE("the console's percentage moves per batch for an Epoch length, not onc
   CHECK(text.find("[train] batch 24 epoch 1 (75%)") != std::string::npos);
   CHECK(text.find("[train] batch 32 epoch 2 (100%)") != std::string::npos);
 }
+
+TEST_CASE("a run ends with a summary a user can act on: metric, checkpoints, commands") {
+  std::ostringstream console;
+  auto* old = std::cout.rdbuf(console.rdbuf());
+  Record rec;
+  auto ctx = dtl::init(test::init_options("summary", 4, 0.001, 1));
+  try {
+    LinearTrial trial(ctx, rec, {.train_size = 64});
+    dtl::Trainer(trial, ctx)
+        .fit({.max_length = dtl::Batch{24},
+              .validation_period = dtl::Batch{8},
+              .checkpoint_policy = dtl::CheckpointPolicy::best});
+  } catch (...) {
+    std::cout.rdbuf(old);
+    throw;
+  }
+  std::cout.rdbuf(old);
+  const auto text = console.str();
+  INFO(text);
+  CHECK(text.find("[dtl] finished: 24 batches (1 epochs); this run trained 24 in ") != std::string::npos);
+  // The loss falls monotonically (T9's OneVar-like problem), so the best is the last.
+  CHECK(text.find("[dtl] validation_loss: best ") != std::string::npos);
+  CHECK(text.find(" at batch 24, last ") != std::string::npos);
+  const auto latest = test::latest_checkpoint(ctx.run_dir()).string();
+  CHECK(text.find("checkpoints: latest " + latest + " (batch 24); best " + latest + " (batch 24)") !=
+        std::string::npos);
+  CHECK(text.find("--run-dir " + ctx.run_dir().string() + " --resume latest") != std::string::npos);
+  std::filesystem::remove_all(ctx.run_dir());
+}
