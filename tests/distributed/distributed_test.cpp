@@ -270,6 +270,9 @@ TEST_CASE("a rank killed mid-run: the survivor exits non-zero within the timeout
                             {"WORLD_SIZE", "2"},
                             {"RANK", std::to_string(r)},
                             {"DTL_TEST_SLEEP_MS", "5"},
+                            // Killing the chief: its checkpoints take 300 ms, so the kill most
+                            // likely lands while rank 1 waits for one on the store, not in a collective.
+                            {"DTL_TEST_CKPT_SLEEP_MS", victim == 0 ? "300" : "0"},
                             {"DTL_DIST_TIMEOUT", "20"}},
                            run.string() + ".rank" + std::to_string(r) + ".log"));
     std::this_thread::sleep_for(std::chrono::seconds(3));
@@ -321,8 +324,8 @@ TEST_CASE("chief-only work longer than the timeout: the other ranks wait while t
   fs::create_directories(root);
   auto args = base_args(8);
   args.insert(args.end(), {"--max-length", "batches=8"});
-  // Checkpoints at batches 4 and 8 each take 3 s on the chief; the collective timeout is 2 s.
-  Launch l{root / "run", args, {{"DTL_TEST_CKPT_SLEEP_MS", "3000"}, {"DTL_DIST_TIMEOUT", "2"}}};
+  // Checkpoints at batches 4 and 8 each take 4.5 s on the chief; the collective timeout is 3 s.
+  Launch l{root / "run", args, {{"DTL_TEST_CKPT_SLEEP_MS", "4500"}, {"DTL_DIST_TIMEOUT", "3"}}};
   const auto rc = run_ranks(2, l);
   CHECK_MESSAGE(rc == all_ok2, slurp(root.string() + "/run.rank1.log"));
   CHECK(rank_result(l.run, 1)["weights"] == rank_result(l.run, 0)["weights"]);

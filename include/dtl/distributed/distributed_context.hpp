@@ -222,8 +222,9 @@ class DistributedContext {
         if (!ready) b = comm_->store->add(beat, 0);
       } catch (const std::exception& e) {
         auto peer = peer_failure();
-        throw DistributedError("dtl: rank " + std::to_string(rank) + ": the chief was lost while it was " + what +
-                               (peer.empty() ? "" : " (" + peer + ")") + " [" + first_line(e.what()) + "]");
+        throw DistributedError("dtl: rank " + std::to_string(rank) + ": a peer was lost while the chief (rank 0) was " +
+                               what + ": " + (peer.empty() ? "it exited or was killed" : peer) + " [" +
+                               first_line(e.what()) + "]");
       }
       if (ready) break;
       const auto now = std::chrono::steady_clock::now();
@@ -231,7 +232,7 @@ class DistributedContext {
         last_beat = b;
         last_change = now;
       } else if (now - last_change > comm_->timeout) {
-        throw DistributedError("dtl: rank " + std::to_string(rank) + ": the chief did not answer within " +
+        throw DistributedError("dtl: rank " + std::to_string(rank) + ": the chief (rank 0) did not answer within " +
                                seconds(comm_->timeout) + " while it was " + what +
                                " (stopped or hung; DTL_DIST_TIMEOUT sets the limit)");
       }
