@@ -373,11 +373,6 @@ class Trainer {
       return std::nullopt;
   }
 
-  /// Gathers a JSON value from every rank, in rank order.
-  std::vector<nlohmann::json> allgather_json(const nlohmann::json& mine) const {
-    return ctx_.distributed().allgather(mine);
-  }
-
   /// Runs `f` (returning JSON) on the chief and hands its result to every rank; an error on the
   /// chief is rethrown on every rank (same kind, same message), so no rank waits for a chief
   /// that has failed. The others wait for as long as the chief is alive (run_on_chief), so a
@@ -458,7 +453,7 @@ class Trainer {
       if (!reducers.active.empty()) detail::finish_reducers(reducers, reducer_values, report.avg_metrics);
     } else {
       detail::report_reducers(ctx_.reducers_, /*training=*/true, report.avg_metrics,
-                              [this](const nlohmann::json& mine) { return allgather_json(mine); });
+                              [this](const nlohmann::json& mine) { return ctx_.distributed().allgather(mine); });
     }
     const auto secs = std::chrono::duration<double>(elapsed).count();
     const auto batches = collector_.batches();
@@ -522,57 +517,42 @@ class Trainer {
         if (opts_.test_mode) break;
       }
       const auto er = trial_.evaluation_reducer();
-      if (!dist.connected()) {
-        if (val_collector_.batches() == 0)
-          throw DataError(
-              "dtl: validation_loader is empty: this rank's shard of build_validation_data_loader() "
-              "has no batch; give the validation set at least one batch per rank");
-        for (auto& [name, cb] : callbacks_) cb->on_validation_epoch_end(outputs);
-        auto slots = detail::reduce_validation_slot(val_collector_, er);
-        for (std::size_t i = 0; i < slots.size(); ++i) {
-          const auto& key = val_collector_.keys()[i];
-          metrics[key] = detail::reduce_cross_slot(detail::reducer_for(er, key), std::span(&slots[i], 1));
-        }
-        detail::report_reducers(ctx_.reducers_, /*training=*/false, metrics,
-                                [this](const nlohmann::json& mine) { return allgather_json(mine); });
-      } else {
-        for (auto& [name, cb] : callbacks_) cb->on_validation_epoch_end(outputs);
-        // One collective: each rank's per-metric values and batch counts, and its custom
-        // reducers' values. An empty shard fails every rank (not just its own, leaving the
-        // others waiting).
-        nlohmann::json slots_json = nlohmann::json::array();
-        if (val_collector_.batches() > 0)
-          for (const auto& v : detail::reduce_validation_slot(val_collector_, er)) slots_json.push_back(v.value);
-        auto reducers = detail::prepare_reducers(ctx_.reducers_, /*training=*/false);
-        const auto all = dist.allgather(nlohmann::json{{"batches", val_collector_.batches()},
-                                                       {"keys", val_collector_.keys()},
-                                                       {"values", std::move(slots_json)},
-                                                       {"reducers", reducers.mine}});
-        std::string empty;
-        for (std::size_t r = 0; r < all.size(); ++r)
-          if (all[r].at("batches").template get<std::int64_t>() == 0)
-            empty += (empty.empty() ? "" : ", ") + std::to_string(r);
-        if (!empty.empty())
-          throw DataError("dtl: validation_loader is empty on rank(s) " + empty +
-                          ": their shard of build_validation_data_loader() has no batch; give the validation set at "
-                          "least one batch per rank (" +
-                          std::to_string(dist.size) + " ranks)");
-        const auto& keys = val_collector_.keys();
-        for (std::size_t r = 0; r < all.size(); ++r)
-          if (all[r].at("keys").template get<std::vector<std::string>>() != keys)
-            throw std::invalid_argument("dtl: validation metrics must have the same names on every rank: rank " +
-                                        std::to_string(r) + " returned " + all[r].at("keys").dump());
-        for (std::size_t i = 0; i < keys.size(); ++i) {
-          std::vector<detail::SlotValue> slots;
-          for (const auto& rank : all)
-            slots.push_back(
-                {rank.at("values").at(i).template get<double>(), rank.at("batches").template get<std::int64_t>()});
-          metrics[keys[i]] = detail::reduce_cross_slot(detail::reducer_for(er, keys[i]), slots);
-        }
-        std::vector<nlohmann::json> reducer_values;
-        for (const auto& rank : all) reducer_values.push_back(rank.at("reducers"));
-        if (!reducers.active.empty()) detail::finish_reducers(reducers, reducer_values, metrics);
+      for (auto& [name, cb] : callbacks_) cb->on_validation_epoch_end(outputs);
+      // One collective (none in a single process): each rank's per-metric values and batch
+      // counts, and its custom reducers' values. An empty shard fails every rank, not just its
+      // own, which would leave the others waiting.
+      nlohmann::json slots_json = nlohmann::json::array();
+      if (val_collector_.batches() > 0)
+        for (const auto& v : detail::reduce_validation_slot(val_collector_, er)) slots_json.push_back(v.value);
+      auto reducers = detail::prepare_reducers(ctx_.reducers_, /*training=*/false);
+      const auto all = dist.allgather(nlohmann::json{{"batches", val_collector_.batches()},
+                                                     {"keys", val_collector_.keys()},
+                                                     {"values", std::move(slots_json)},
+                                                     {"reducers", reducers.mine}});
+      std::string empty;
+      for (std::size_t r = 0; r < all.size(); ++r)
+        if (all[r].at("batches").template get<std::int64_t>() == 0)
+          empty += (empty.empty() ? "" : ", ") + std::to_string(r);
+      if (!empty.empty())
+        throw DataError("dtl: validation_loader is empty on rank(s) " + empty +
+                        ": their shard of build_validation_data_loader() has no batch; give the validation set at "
+                        "least one batch per rank (" +
+                        std::to_string(dist.size) + " ranks)");
+      const auto& keys = val_collector_.keys();
+      for (std::size_t r = 0; r < all.size(); ++r)
+        if (all[r].at("keys").template get<std::vector<std::string>>() != keys)
+          throw std::invalid_argument("dtl: validation metrics must have the same names on every rank: rank " +
+                                      std::to_string(r) + " returned " + all[r].at("keys").dump());
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        std::vector<detail::SlotValue> slots;
+        for (const auto& rank : all)
+          slots.push_back(
+              {rank.at("values").at(i).template get<double>(), rank.at("batches").template get<std::int64_t>()});
+        metrics[keys[i]] = detail::reduce_cross_slot(detail::reducer_for(er, keys[i]), slots);
       }
+      std::vector<nlohmann::json> reducer_values;
+      for (const auto& rank : all) reducer_values.push_back(rank.at("reducers"));
+      if (!reducers.active.empty()) detail::finish_reducers(reducers, reducer_values, metrics);
       batches = val_collector_.batches();
     } else {
       // The chief's metrics on every rank: callbacks and the checkpoint policy see the same values.

@@ -2,6 +2,8 @@
 // and the lifecycle (reset per workload and validation, training values overriding averages).
 #include "test_trials.hpp"
 
+#include "../support/t10_reducers.hpp"
+
 #include <fstream>
 #include <numeric>
 
@@ -10,23 +12,9 @@ namespace {
 using Batch = std::tuple<torch::Tensor, torch::Tensor>;
 using Pair = std::pair<double, std::int64_t>;
 
-// Σ label_sum · batch_idx, as a class (Determined's MetricReducer).
-struct WeightedSum {
-  double sum = 0;
-  void reset() { sum = 0; }
-  void update(double label_sum, std::int64_t idx) { sum += label_sum * static_cast<double>(idx); }
-  double per_slot_reduce() const { return sum; }
-  double cross_slot_reduce(const std::vector<double>& slots) const {
-    return std::accumulate(slots.begin(), slots.end(), 0.0);
-  }
-};
-
-// The same as a function of the flat list of (label_sum, idx) pairs.
-double weighted_sum(const std::vector<Pair>& v) {
-  double s = 0;
-  for (const auto& [a, i] : v) s += a * static_cast<double>(i);
-  return s;
-}
+// T10's reducer, as a class and as a function (tests/support/t10_reducers.hpp).
+using test_support::weighted_sum;
+using test_support::WeightedSum;
 
 // Unnamed: returns a map, merged into the metrics (here overriding the batch-averaged "loss").
 struct CountAsLoss {

@@ -322,21 +322,28 @@ TEST_CASE("save_trial_latest / save_trial_best: older checkpoints are deleted, t
   std::filesystem::remove_all(opts.run_dir.value());
 }
 
+namespace {
+/// What `f` prints to std::cout (restored on every exit).
+template <class F>
+std::string console_of(F&& f) {
+  std::ostringstream console;
+  struct Restore {
+    std::streambuf* old;
+    ~Restore() { std::cout.rdbuf(old); }
+  } restore{std::cout.rdbuf(console.rdbuf())};
+  f();
+  return console.str();
+}
+}  // namespace
+
 TEST_CASE("the console's percentage moves per batch for an Epoch length, not once per epoch") {
   // 2 epochs of 16 batches (64 examples, batches of 4), a report every 8 batches.
-  std::ostringstream console;
-  auto* old = std::cout.rdbuf(console.rdbuf());
-  try {
+  const auto text = console_of([] {
     run({.max_length = dtl::Epoch{2},
          .reporting_period = dtl::Batch{8},
          .checkpoint_policy = dtl::CheckpointPolicy::none},
         {.train_size = 64});
-  } catch (...) {
-    std::cout.rdbuf(old);
-    throw;
-  }
-  std::cout.rdbuf(old);
-  const auto text = console.str();
+  });
   INFO(text);
   CHECK(text.find("[train] batch 8 epoch 0 (25%)") != std::string::npos);  // was (0%) until the epoch ended
   CHECK(text.find("[train] batch 24 epoch 1 (75%)") != std::string::npos);
@@ -344,22 +351,15 @@ TEST_CASE("the console's percentage moves per batch for an Epoch length, not onc
 }
 
 TEST_CASE("a run ends with a summary a user can act on: metric, checkpoints, commands") {
-  std::ostringstream console;
-  auto* old = std::cout.rdbuf(console.rdbuf());
   Record rec;
   auto ctx = dtl::init(test::init_options("summary", 4, 0.001, 1));
-  try {
+  const auto text = console_of([&] {
     LinearTrial trial(ctx, rec, {.train_size = 64});
     dtl::Trainer(trial, ctx)
         .fit({.max_length = dtl::Batch{24},
               .validation_period = dtl::Batch{8},
               .checkpoint_policy = dtl::CheckpointPolicy::best});
-  } catch (...) {
-    std::cout.rdbuf(old);
-    throw;
-  }
-  std::cout.rdbuf(old);
-  const auto text = console.str();
+  });
   INFO(text);
   CHECK(text.find("[dtl] finished: 24 batches (1 epochs); this run trained 24 in ") != std::string::npos);
   // The loss falls monotonically (T9's OneVar-like problem), so the best is the last.

@@ -8,6 +8,8 @@
 // DTL_TEST_FAIL_AT (this rank throws at that batch), DTL_TEST_FAIL_RANK.
 #include <dtl/trainer.hpp>
 
+#include "../support/t10_reducers.hpp"
+
 #include <cstdlib>
 #include <fstream>
 #include <numeric>
@@ -22,21 +24,9 @@ std::int64_t env_or(const char* name, std::int64_t fallback) {
   return v && *v ? std::atoll(v) : fallback;
 }
 
-// T10's reducer: Σ label_sum · batch_idx, as a class and as a function.
-struct WeightedSum {
-  double sum = 0;
-  void reset() { sum = 0; }
-  void update(double label_sum, std::int64_t idx) { sum += label_sum * static_cast<double>(idx); }
-  double per_slot_reduce() const { return sum; }
-  double cross_slot_reduce(const std::vector<double>& slots) const {
-    return std::accumulate(slots.begin(), slots.end(), 0.0);
-  }
-};
-double weighted_sum(const std::vector<std::pair<double, std::int64_t>>& v) {
-  double s = 0;
-  for (const auto& [a, i] : v) s += a * static_cast<double>(i);
-  return s;
-}
+// T10's reducer, as a class and as a function (tests/support/t10_reducers.hpp).
+using test_support::weighted_sum;
+using test_support::WeightedSum;
 
 class SlowCheckpoint : public dtl::PyTorchCallback {
  public:

@@ -1,11 +1,12 @@
 // DistributedOptions from torchrun's environment (torch-free): what is read, what a single
 // process looks like, and the errors for an environment that describes no run.
-#include <doctest/doctest.h>
-
 #include <dtl/distributed/options.hpp>
 
 #include <map>
 #include <string>
+
+// After dtl's headers, as in every test: were glog ever pulled in, its CHECK must not win.
+#include <doctest/doctest.h>
 
 namespace {
 

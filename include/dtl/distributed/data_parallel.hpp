@@ -123,8 +123,6 @@ class GradientSynchronizer {
   /// Off: backward passes accumulate locally (DDP's `no_sync`, the non-update batches of
   /// gradient aggregation). On: the next backward averages the accumulated gradients.
   void set_enabled(bool on) noexcept { enabled_ = on; }
-  [[nodiscard]] bool enabled() const noexcept { return enabled_; }
-  [[nodiscard]] std::size_t bucket_count() const noexcept { return buckets_.size(); }
 
   /// Time spent blocked in finalize() waiting for all-reduces, since the last call (the part
   /// of the communication that backward did not hide).
