@@ -334,6 +334,7 @@ class Checkpointer {
       if (!saved_opts[i].isNone()) {
         if (!load_python_optimizer_state(*opts[i], saved_opts[i], w))
           throw CheckpointError(w + ": holds a Python-layout state but the trial's optimizer type has none");
+        load_scheduler_group_keys(opts[i], saved_opts[i]);
       } else {
         const auto archive_file = dir / ("optimizer_" + std::to_string(i) + ".pt");
         if (!fs::exists(archive_file)) throw CheckpointError(w + ": " + archive_file.string() + " is missing");

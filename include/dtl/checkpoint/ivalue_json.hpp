@@ -1,6 +1,7 @@
 // dtl — JSON <-> c10::IValue for the plain-data parts of a checkpoint (scheduler and callback
-// state): objects become str-keyed dicts, arrays lists, and numbers keep their kind (an integer
-// stays a Python int, a float a Python float), so Python's load_state_dict sees what it wrote.
+// state): objects become str-keyed dicts (int-keyed when every key is an integer, as
+// MultiStepLR's milestone Counter), arrays lists, and numbers keep their kind (an integer stays a
+// Python int, a float a Python float), so Python's load_state_dict sees what it wrote.
 #ifndef DTL_CHECKPOINT_IVALUE_JSON_HPP
 #define DTL_CHECKPOINT_IVALUE_JSON_HPP
 
@@ -12,9 +13,24 @@
 #include <ATen/core/List.h>
 #include <nlohmann/json.hpp>
 
+#include <charconv>
+#include <optional>
 #include <string>
 
 namespace dtl::detail {
+
+/// `key` as an int when it is one written canonically ("30", "-2", "0"; not "030" or "+1"), so an
+/// object like MultiStepLR's milestone Counter reaches Python with int keys, and reading it back
+/// (int keys are written as strings) gives the same JSON.
+inline std::optional<std::int64_t> canonical_int_key(const std::string& key) {
+  std::int64_t v = 0;
+  const char* first = key.data();
+  const char* last = key.data() + key.size();
+  const auto [end, ec] = std::from_chars(first, last, v);
+  if (ec != std::errc() || end != last) return std::nullopt;
+  if (std::to_string(v) != key) return std::nullopt;
+  return v;
+}
 
 inline c10::IValue json_to_ivalue(const nlohmann::json& j) {
   switch (j.type()) {
@@ -36,6 +52,13 @@ inline c10::IValue json_to_ivalue(const nlohmann::json& j) {
       return list;
     }
     case nlohmann::json::value_t::object: {
+      bool int_keys = !j.empty();
+      for (const auto& [k, v] : j.items()) int_keys = int_keys && canonical_int_key(k).has_value();
+      if (int_keys) {
+        c10::impl::GenericDict dict(c10::IntType::get(), c10::AnyType::get());
+        for (const auto& [k, v] : j.items()) dict.insert(*canonical_int_key(k), json_to_ivalue(v));
+        return dict;
+      }
       c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
       for (const auto& [k, v] : j.items()) dict.insert(k, json_to_ivalue(v));
       return dict;

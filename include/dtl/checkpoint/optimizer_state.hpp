@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <dtl/errors.hpp>
+#include <dtl/lr/param_group_keys.hpp>
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
@@ -299,7 +300,29 @@ inline std::optional<c10::IValue> python_optimizer_state(torch::optim::Optimizer
   optim_layout::try_save<SGD>(opt, out) || optim_layout::try_save<AdamW>(opt, out) ||
       optim_layout::try_save<Adam>(opt, out) || optim_layout::try_save<RMSprop>(opt, out) ||
       optim_layout::try_save<Adagrad>(opt, out);
+  if (out) {  // the keys Python's schedulers keep in param_groups ('initial_lr', OneCycleLR's, ...)
+    const auto keys = lr::detail::param_group_keys().snapshot(opt);
+    const auto groups = out->toGenericDict().at("param_groups").toList();
+    for (std::size_t g = 0; g < keys.size() && g < groups.size(); ++g) {
+      auto group = groups.get(g).toGenericDict();
+      for (const auto& [k, v] : keys[g]) group.insert_or_assign(k, v);
+    }
+  }
   return out;
+}
+
+/// After a Python-layout load: the scheduler keys found in the saved param_groups, where the
+/// schedulers (loaded next) read them, as Python's do.
+inline void load_scheduler_group_keys(const std::shared_ptr<torch::optim::Optimizer>& opt, const c10::IValue& state) {
+  if (!state.isGenericDict() || !state.toGenericDict().contains("param_groups")) return;
+  const auto groups = state.toGenericDict().at("param_groups").toListRef();
+  for (std::size_t g = 0; g < groups.size() && g < opt->param_groups().size(); ++g) {
+    if (!groups[g].isGenericDict()) continue;
+    const auto group = groups[g].toGenericDict();
+    for (const char* key : lr::detail::kSchedulerGroupKeys)
+      if (group.contains(key) && (group.at(key).isDouble() || group.at(key).isInt()))
+        lr::detail::param_group_keys().set(opt, g, key, group.at(key).toScalar().toDouble());
+  }
 }
 
 /// Loads a Python-layout optimizer state (from dtl or from Python's torch.save) into `opt`:

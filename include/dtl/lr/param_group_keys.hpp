@@ -1,0 +1,95 @@
+// dtl — the keys Python's LR schedulers keep in an optimizer's param_groups ('initial_lr', and
+// OneCycleLR's 'max_lr', 'min_lr', 'max_momentum', 'base_momentum'). LibTorch's OptimizerOptions
+// cannot hold extra keys, so they live here, per optimizer and group. They are shared state, as in
+// Python: a second scheduler on the same optimizer (SequentialLR, ChainedScheduler) reads the
+// 'initial_lr' the first one set, and checkpoints save them inside the optimizer's param_groups,
+// where Python's schedulers look for them after a load.
+#ifndef DTL_LR_PARAM_GROUP_KEYS_HPP
+#define DTL_LR_PARAM_GROUP_KEYS_HPP
+
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dtl::lr::detail {
+
+/// One group's keys, name → value.
+using GroupKeys = std::map<std::string, double, std::less<>>;
+
+/// The keys a scheduler may add to a group, in the order Python adds them.
+inline constexpr const char* kSchedulerGroupKeys[] = {"initial_lr", "max_lr", "min_lr", "max_momentum",
+                                                      "base_momentum"};
+
+/// Keyed by the optimizer's address; the weak_ptr tells a live optimizer from a dead one whose
+/// address was reused, so a new optimizer never inherits an old one's keys.
+class ParamGroupKeyTable {
+ public:
+  static ParamGroupKeyTable& instance() {
+    static ParamGroupKeyTable table;
+    return table;
+  }
+  /// Python's `group.setdefault(key, value)`; returns the value in effect.
+  double setdefault(const std::shared_ptr<torch::optim::Optimizer>& opt, std::size_t group, std::string_view key,
+                    double value) {
+    std::lock_guard lock(mu_);
+    auto& g = groups_of(opt).at(group);
+    auto it = g.find(key);
+    if (it == g.end()) it = g.emplace(std::string(key), value).first;
+    return it->second;
+  }
+  void set(const std::shared_ptr<torch::optim::Optimizer>& opt, std::size_t group, std::string_view key,
+           double value) {
+    std::lock_guard lock(mu_);
+    groups_of(opt).at(group).insert_or_assign(std::string(key), value);
+  }
+  [[nodiscard]] std::optional<double> get(const torch::optim::Optimizer& opt, std::size_t group,
+                                          std::string_view key) {
+    std::lock_guard lock(mu_);
+    const auto* gs = find(opt);
+    if (gs == nullptr || group >= gs->size()) return std::nullopt;
+    const auto& g = (*gs)[group];
+    if (auto it = g.find(key); it != g.end()) return it->second;
+    return std::nullopt;
+  }
+  /// A copy of every group's keys (empty when no scheduler touched this optimizer).
+  [[nodiscard]] std::vector<GroupKeys> snapshot(const torch::optim::Optimizer& opt) {
+    std::lock_guard lock(mu_);
+    const auto* gs = find(opt);
+    return gs != nullptr ? *gs : std::vector<GroupKeys>{};
+  }
+
+ private:
+  struct Entry {
+    std::weak_ptr<torch::optim::Optimizer> owner;
+    std::vector<GroupKeys> groups;
+  };
+  std::vector<GroupKeys>* find(const torch::optim::Optimizer& opt) {
+    auto it = table_.find(&opt);
+    if (it == table_.end()) return nullptr;
+    if (it->second.owner.expired()) {
+      table_.erase(it);
+      return nullptr;
+    }
+    return &it->second.groups;
+  }
+  std::vector<GroupKeys>& groups_of(const std::shared_ptr<torch::optim::Optimizer>& opt) {
+    std::erase_if(table_, [](const auto& e) { return e.second.owner.expired(); });
+    auto& e = table_[opt.get()];
+    e.owner = opt;
+    e.groups.resize(opt->param_groups().size());
+    return e.groups;
+  }
+  std::mutex mu_;
+  std::map<const torch::optim::Optimizer*, Entry> table_;
+};
+
+inline ParamGroupKeyTable& param_group_keys() { return ParamGroupKeyTable::instance(); }
+
+}  // namespace dtl::lr::detail
+
+#endif  // DTL_LR_PARAM_GROUP_KEYS_HPP
