@@ -150,6 +150,22 @@ class PyTorchTrialContext {
     return scheduler;
   }
 
+  /// Anything else is a compile error that says what to do: a scheduler that steps on a metric
+  /// (ReduceLROnPlateau) cannot be stepped by the Trainer.
+  template <class S>
+  requires(!LRSchedulerLike<detail::pointee_t<std::remove_cvref_t<S>>>) void wrap_lr_scheduler(S&&, StepMode,
+                                                                                                 std::int64_t = 1) {
+    using T = detail::pointee_t<std::remove_cvref_t<S>>;
+    static_assert(!requires(T& t) { t.step(1.0); },
+                  "dtl: wrap_lr_scheduler: this scheduler steps on a metric (ReduceLROnPlateau), which the Trainer "
+                  "does not have after a batch; to step it after every validation, return "
+                  "std::make_shared<dtl::callbacks::ReduceLROnPlateauEveryValidation>(optimizer, \"validation_loss\") "
+                  "from build_callbacks() (dtl/callbacks.hpp); or call step(metric) yourself");
+    static_assert(requires(T& t) { t.step(1.0); },
+                  "dtl: wrap_lr_scheduler takes a scheduler with step(): a dtl::lr scheduler, torch::optim::StepLR, "
+                  "or your own type, by value or std::shared_ptr");
+  }
+
   /// Registers a custom reducer (Determined's `wrap_reducer`) and returns it, to be fed with
   /// `update(...)` from train_batch / evaluate_batch. It is reset at the start of every training
   /// workload and validation and reported at the end. With a name it reports one metric of that

@@ -97,6 +97,17 @@ template <class T>
 inline constexpr bool is_shared_ptr = false;
 template <class T>
 inline constexpr bool is_shared_ptr<std::shared_ptr<T>> = true;
+/// What a wrap_* argument holds: T for T and for std::shared_ptr<T>.
+template <class T>
+struct pointee {
+  using type = T;
+};
+template <class T>
+struct pointee<std::shared_ptr<T>> {
+  using type = T;
+};
+template <class T>
+using pointee_t = typename pointee<T>::type;
 
 /// A function of one `const std::vector<T>&` (not generic, so T can be read off it).
 template <class F>
