@@ -6,6 +6,9 @@
 
 #include <torch/torch.h>
 
+#include <dtl/amp/apex.hpp>
+#include <dtl/amp/autocast.hpp>
+#include <dtl/amp/grad_scaler.hpp>
 #include <dtl/checkpoint/trial_state_refs.hpp>
 #include <dtl/config/experiment_config.hpp>
 #include <dtl/config/hparams.hpp>
@@ -21,15 +24,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <iostream>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace dtl {
@@ -58,6 +64,17 @@ struct RunOverrides {
 };
 
 namespace detail {
+/// A model as configure_apex_amp takes it: a ModuleHolder (`torch::nn::Linear`, a TORCH_MODULE
+/// type) or a std::shared_ptr to a module.
+struct ModuleRef {
+  template <class T>
+  ModuleRef(const torch::nn::ModuleHolder<T>& m) : ptr(m.ptr()) {}  // NOLINT(google-explicit-constructor)
+  template <class T>
+  requires std::derived_from<T, torch::nn::Module> ModuleRef(const std::shared_ptr<T>& m)  // NOLINT
+      : ptr(m) {}
+  std::shared_ptr<torch::nn::Module> ptr;
+};
+
 struct ContextSetup {
   nlohmann::json hparams = nlohmann::json::object();
   std::optional<ExperimentConfig> config;
@@ -150,6 +167,59 @@ class PyTorchTrialContext {
     return scheduler;
   }
 
+  /// Registers a GradScaler (Determined's `wrap_scaler`) so checkpoints save and restore it
+  /// (`scaler_state_dict`), and returns it; pass it to step_optimizer and call its update().
+  ///   scaler_ = ctx.wrap_scaler(dtl::GradScaler{});
+  ///   { dtl::autocast region(torch::kCPU); loss = ...; }
+  ///   ctx.backward(scaler_->scale(loss));
+  ///   ctx.step_optimizer(opt_, scaler_);
+  ///   scaler_->update();
+  std::shared_ptr<GradScaler> wrap_scaler(GradScaler scaler) {
+    return wrap_scaler(std::make_shared<GradScaler>(std::move(scaler)));
+  }
+  std::shared_ptr<GradScaler> wrap_scaler(std::shared_ptr<GradScaler> scaler) {
+    if (!scaler) throw InvalidExperimentException("dtl: wrap_scaler: the scaler is null");
+    if (scaler_) throw InvalidExperimentException("dtl: wrap_scaler: a scaler is already wrapped; wrap one");
+    if (apex_)
+      throw InvalidExperimentException("dtl: wrap_scaler cannot be combined with configure_apex_amp: use one of them");
+    scaler_ = scaler;
+    return scaler;
+  }
+
+  /// Determined's `configure_apex_amp(models, optimizers, ...)`, mapped onto native mixed
+  /// precision (apex is deprecated upstream): O0 = float32; O1/O2 = an autocast region around
+  /// train_batch and evaluate_batch plus a dynamic GradScaler per loss; O3 = autocast with a
+  /// static scale of 1; a number as `loss_scale` is a static scale. The models and optimizers
+  /// must be wrapped already and are returned unchanged (float32 weights in every level), so:
+  ///   ctx.configure_apex_amp({a_, b_}, {opt1_, opt2_}, {.num_losses = 2});
+  ///   ... ctx.backward(loss_a, 0); ctx.backward(loss_b, 1);
+  void configure_apex_amp(std::initializer_list<detail::ModuleRef> models,
+                          std::initializer_list<std::shared_ptr<torch::optim::Optimizer>> optimizers,
+                          const ApexAmpOptions& options = {}) {
+    if (apex_) throw InvalidExperimentException("dtl: configure_apex_amp: already configured; call it once");
+    if (scaler_)
+      throw InvalidExperimentException("dtl: configure_apex_amp cannot be combined with wrap_scaler: use one of them");
+    if (optimizers.size() == 0)
+      throw InvalidExperimentException("dtl: configure_apex_amp: optimizers are required for training");
+    for (const auto& m : models)
+      if (std::find(models_.begin(), models_.end(), m.ptr) == models_.end())
+        throw InvalidExperimentException("dtl: configure_apex_amp: a model was not wrapped; call wrap_model first");
+    std::vector<std::shared_ptr<torch::optim::Optimizer>> opts;
+    for (const auto& o : optimizers) {
+      find_optimizer(o.get());  // must be wrapped
+      opts.push_back(o);
+    }
+    if (s_.distributed.size > 1 && options.num_losses != 1)
+      throw InvalidExperimentException("dtl: configure_apex_amp: distributed training supports num_losses = 1 only "
+                                       "(as Determined)");
+    apex_ = std::make_unique<detail::ApexAmp>(options, opts, s_.device.type());
+    static bool warned = false;  // once per process
+    if (options.verbosity > 0 && s_.distributed.rank == 0 && options.enabled && !std::exchange(warned, true))
+      std::cerr << "dtl: configure_apex_amp: NVIDIA Apex is deprecated upstream; opt_level " << options.opt_level
+                << " runs as native " << (apex_->autocast_enabled() ? "autocast" : "float32")
+                << (apex_->scaling() ? " + GradScaler per loss" : "") << " (see docs/porting.md)\n";
+  }
+
   /// Anything else is a compile error that says what to do: a scheduler that steps on a metric
   /// (ReduceLROnPlateau) cannot be stepped by the Trainer.
   template <class S>
@@ -198,29 +268,67 @@ class PyTorchTrialContext {
   /// `loss.backward(...)`, as Determined's `context.backward`.
   void backward(const torch::Tensor& loss, const torch::Tensor& gradient = {},
                 std::optional<bool> retain_graph = std::nullopt, bool create_graph = false) {
-    loss.backward(gradient, retain_graph ? c10::optional<bool>(*retain_graph) : c10::nullopt, create_graph);
+    const auto retain = retain_graph ? c10::optional<bool>(*retain_graph) : c10::nullopt;
+    if (apex_) [[unlikely]]
+      apex_->backward(loss, std::nullopt, gradient, retain, create_graph);
+    else
+      loss.backward(gradient, retain, create_graph);
+  }
+  /// Under configure_apex_amp with num_losses > 1: backward on loss number `loss_idx` (apex's
+  /// `loss_id`), scaled by that loss's own scaler. Without the index, the i-th backward call of
+  /// a batch is loss i.
+  void backward(const torch::Tensor& loss, std::int64_t loss_idx, const torch::Tensor& gradient = {},
+                std::optional<bool> retain_graph = std::nullopt, bool create_graph = false) {
+    const auto retain = retain_graph ? c10::optional<bool>(*retain_graph) : c10::nullopt;
+    if (!apex_)
+      throw InvalidExperimentException("dtl: backward(loss, loss_idx): a loss index needs configure_apex_amp(..., "
+                                       "{.num_losses = N}) first");
+    apex_->backward(loss, loss_idx, gradient, retain, create_graph);
   }
 
   /// Steps `optimizer` on batches where gradients are due (every `aggregation_frequency`-th
   /// batch), first averaging the aggregated gradients and applying `clip_grads(params)`; then
   /// zeroes the gradients unless `auto_zero_grads` is false. On other batches it does nothing,
   /// so gradients keep accumulating.
+  /// With `scaler` (Determined's `scaler=`, for a scaler from wrap_scaler): the gradients are
+  /// unscaled before `clip_grads` (so it clips the true norm), and the step is
+  /// `scaler->step(optimizer)`, skipped when a gradient is inf/NaN; call `scaler->update()` after
+  /// the batch's steps, as in PyTorch (on a batch that only aggregates, update() does nothing).
   template <class O, class Clip = NoClip>
-  void step_optimizer(const std::shared_ptr<O>& optimizer, Clip clip_grads = {}, bool auto_zero_grads = true) {
+  void step_optimizer(const std::shared_ptr<O>& optimizer, Clip clip_grads = {}, bool auto_zero_grads = true,
+                      const std::shared_ptr<GradScaler>& scaler = nullptr) {
     if (s_.aggregation_frequency > 1 && !auto_zero_grads)
       throw InvalidExperimentException(
           "dtl: step_optimizer(auto_zero_grads=false) cannot be combined with aggregation_frequency > 1: "
           "aggregated gradients must be zeroed after each step");
-    if (!is_update_batch()) return;
+    if (!is_update_batch()) {
+      if (scaler) scaler->deferred_ = true;
+      return;
+    }
     auto& entry = find_optimizer(optimizer.get());
     if (s_.aggregation_frequency > 1 && s_.average_aggregated_gradients) {
       torch::NoGradGuard no_grad;
       for (auto& p : entry.params)
         if (p.grad().defined()) p.mutable_grad().div_(static_cast<double>(s_.aggregation_frequency));
     }
-    if constexpr (!std::is_same_v<Clip, NoClip>) clip_grads(entry.params);
-    optimizer->step();
+    if (scaler && scaler->is_enabled()) [[unlikely]] {
+      if constexpr (!std::is_same_v<Clip, NoClip>) {
+        if (scaler->per_optimizer_[optimizer.get()].stage == GradScaler::Stage::ready) scaler->unscale_(*optimizer);
+        clip_grads(entry.params);
+      }
+      scaler->step(*optimizer);
+    } else if (apex_ && !apex_->may_step(entry.params)) [[unlikely]] {
+      // an overflow under configure_apex_amp: this step is skipped, the loss scale backs off
+    } else {
+      if constexpr (!std::is_same_v<Clip, NoClip>) clip_grads(entry.params);
+      optimizer->step();
+    }
     if (auto_zero_grads) optimizer->zero_grad();
+  }
+  /// `step_optimizer(opt, scaler)`: Determined's `step_optimizer(opt, scaler=scaler)`.
+  template <class O>
+  void step_optimizer(const std::shared_ptr<O>& optimizer, const std::shared_ptr<GradScaler>& scaler) {
+    step_optimizer(optimizer, NoClip{}, true, scaler);
   }
 
   /// Moves a nested batch to `device()` (the Trainer does this before train_batch).
@@ -298,6 +406,14 @@ class PyTorchTrialContext {
     r.hparams = s_.hparams;
     r.experiment_config = get_experiment_config();
     r.trial_seed = s_.trial_seed;
+    if (scaler_)  // Determined's key for wrap_scaler's state
+      r.extra.push_back({"scaler_state_dict", scaler_.get(),
+                         [](const void* o) { return static_cast<const GradScaler*>(o)->state_dict(); },
+                         [](void* o, const nlohmann::json& j) { static_cast<GradScaler*>(o)->load_state_dict(j); }});
+    if (apex_)  // and for apex's amp.state_dict()
+      r.extra.push_back({"amp_state", apex_.get(),
+                         [](const void* o) { return static_cast<const detail::ApexAmp*>(o)->state_dict(); },
+                         [](void* o, const nlohmann::json& j) { static_cast<detail::ApexAmp*>(o)->load_state_dict(j); }});
     return r;
   }
   /// The wrapped optimizers, in wrap order (Determined's `context.optimizers`).
@@ -446,6 +562,8 @@ class PyTorchTrialContext {
   std::optional<SummaryWriter> tensorboard_;
   std::vector<detail::WrappedReducer> reducers_;
   std::optional<detail::ScheduledProfiler> profiler_;
+  std::shared_ptr<GradScaler> scaler_;
+  std::unique_ptr<detail::ApexAmp> apex_;
 };
 
 }  // namespace dtl

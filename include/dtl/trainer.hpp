@@ -257,6 +257,16 @@ class Trainer {
           const auto t_step = profiling ? Clock::now() : Clock::time_point{};
           records += trial_.get_batch_length(batch);
           auto train_step = [&] {
+            if (ctx_.apex_) [[unlikely]] {  // configure_apex_amp: autocast region, a loss scale update per step
+              ctx_.apex_->begin_batch();
+              {
+                std::optional<autocast> region;
+                if (ctx_.apex_->autocast_enabled()) region.emplace(ctx_.apex_->device(), ctx_.apex_->dtype());
+                collector_.add(Metrics(trial_.train_batch(batch, epoch_idx, batch_idx)), "training");
+              }
+              if (ctx_.is_update_batch()) ctx_.apex_->end_update_batch();
+              return;
+            }
             collector_.add(Metrics(trial_.train_batch(batch, epoch_idx, batch_idx)), "training");
           };
           if (ctx_.profiler_) [[unlikely]] {
@@ -510,7 +520,11 @@ class Trainer {
           else
             return ctx_.to_device(std::move(raw));
         }();
+        std::optional<autocast> region;  // configure_apex_amp casts evaluation too, as apex's patched functions do
+        if (ctx_.apex_ && ctx_.apex_->autocast_enabled()) [[unlikely]]
+          region.emplace(ctx_.apex_->device(), ctx_.apex_->dtype());
         Metrics m(detail::call_evaluate_batch(trial_, batch, idx++));
+        region.reset();
         val_collector_.add(m, "validation");
         reporter_->batch_validated(idx);
         if (keep_outputs) outputs.push_back(std::move(m));

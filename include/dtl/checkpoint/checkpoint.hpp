@@ -26,6 +26,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <iostream>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -202,6 +203,7 @@ class Checkpointer {
     root.insert("optimizers_state_dict", optimizers);
     root.insert("lr_schedulers_state_dict", schedulers);
     root.insert("callbacks", callback_states);
+    for (const auto& e : trial.extra) root.insert(e.key, json_to_ivalue(e.save(e.object)));
     root.insert("rng_state", rng);
     // Determined's on_checkpoint_save_start(checkpoint): callbacks may add entries.
     for (const auto& [name, cb] : callbacks) cb->on_checkpoint_save_start(root);
@@ -351,6 +353,13 @@ class Checkpointer {
     for (std::size_t i = 0; i < scheds.size(); ++i)
       if (scheds[i].load && !saved_scheds[i].isNone())
         scheds[i].load(scheds[i].object, ivalue_to_json(saved_scheds[i]));
+
+    for (const auto& e : trial.extra) {
+      if (root.contains(e.key))
+        e.load(e.object, ivalue_to_json(root.at(e.key)));
+      else
+        std::cerr << "dtl: warning: " << where << " has no '" << e.key << "'; it keeps its initial state\n";
+    }
 
     const auto rng = entry("rng_state").toGenericDict();
     if (!rng.contains("cpu_rng_state")) throw CheckpointError(where + ": rng_state has no cpu_rng_state");

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace dtl::detail {
@@ -24,6 +25,15 @@ struct TrialStateRefs {
   std::vector<std::shared_ptr<torch::nn::Module>> models;            ///< in wrap order
   std::vector<std::shared_ptr<torch::optim::Optimizer>> optimizers;  ///< in wrap order
   std::vector<LRScheduler> lr_schedulers;                            ///< in wrap order
+  /// Other state saved under its own key of `state_dict.pth` (Determined's `scaler_state_dict`,
+  /// `amp_state`): a checkpoint without the key loads with a warning, as Determined's does.
+  struct Entry {
+    std::string key;
+    void* object = nullptr;
+    nlohmann::json (*save)(const void*) = nullptr;
+    void (*load)(void*, const nlohmann::json&) = nullptr;
+  };
+  std::vector<Entry> extra;
   nlohmann::json hparams;
   nlohmann::json experiment_config;  ///< null when there is none
   std::uint64_t trial_seed = 0;

@@ -1,0 +1,189 @@
+// dtl — Determined's `context.configure_apex_amp(...)` mapped onto native mixed precision. NVIDIA
+// Apex is deprecated upstream (and cannot exist in C++), so its levels become an autocast region
+// around train_batch/evaluate_batch plus one GradScaler per loss:
+//   O0 — off (float32); O1, O2 — autocast + dynamic loss scaling; O3 — autocast, static scale 1.
+// A number as loss_scale is a static scale. As apex does, each backward's gradients are unscaled
+// right after it (the earlier gradients set aside and added back), so losses with different
+// scales can feed the same parameters; an optimizer whose gradients overflowed skips its step.
+#ifndef DTL_AMP_APEX_HPP
+#define DTL_AMP_APEX_HPP
+
+#include <torch/torch.h>
+
+#include <dtl/amp/grad_scaler.hpp>
+#include <dtl/errors.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace dtl {
+
+/// configure_apex_amp's arguments with apex's names and defaults (the ones that mean something
+/// without apex; `dtype` is dtl's: the autocast dtype, default bfloat16 on CPU, float16 on CUDA).
+struct ApexAmpOptions {
+  bool enabled = true;
+  std::string opt_level = "O1";
+  std::variant<std::monostate, double, std::string> loss_scale;  ///< the level's default, a number, or "dynamic"
+  std::int64_t num_losses = 1;
+  int verbosity = 1;
+  std::optional<double> min_loss_scale;
+  double max_loss_scale = 16777216.0;
+  std::optional<torch::ScalarType> dtype;
+};
+
+namespace detail {
+
+class ApexAmp {
+ public:
+  ApexAmp(const ApexAmpOptions& o, const std::vector<std::shared_ptr<torch::optim::Optimizer>>& optimizers,
+          torch::DeviceType device)
+      : device_(device), num_losses_(o.num_losses), dtype_(o.dtype) {
+    if (o.opt_level != "O0" && o.opt_level != "O1" && o.opt_level != "O2" && o.opt_level != "O3")
+      throw InvalidExperimentException("dtl: configure_apex_amp: opt_level must be \"O0\", \"O1\", \"O2\" or \"O3\", got \"" +
+                                       o.opt_level + "\"");
+    if (o.num_losses < 1) throw InvalidExperimentException("dtl: configure_apex_amp: num_losses must be >= 1");
+    autocast_ = o.enabled && o.opt_level != "O0";
+    bool dynamic = o.opt_level == "O1" || o.opt_level == "O2";
+    double static_scale = 1.0;
+    if (const auto* s = std::get_if<std::string>(&o.loss_scale)) {
+      if (*s != "dynamic")
+        throw InvalidExperimentException("dtl: configure_apex_amp: loss_scale must be a number or \"dynamic\", got \"" +
+                                         *s + "\"");
+      dynamic = true;
+    } else if (const auto* v = std::get_if<double>(&o.loss_scale)) {
+      if (!(*v > 0)) throw InvalidExperimentException("dtl: configure_apex_amp: loss_scale must be > 0");
+      dynamic = false;
+      static_scale = *v;
+    }
+    scaling_ = autocast_ && (dynamic || static_scale != 1.0);
+    GradScalerOptions so;
+    if (dynamic) {
+      so.init_scale = std::min(65536.0, o.max_loss_scale);
+      so.min_scale = o.min_loss_scale;
+      so.max_scale = o.max_loss_scale;
+    } else {
+      so.init_scale = static_scale;
+      so.growth_factor = 1.0;
+      so.backoff_factor = 1.0;
+    }
+    for (std::int64_t i = 0; i < num_losses_; ++i) scalers_.emplace_back(so);
+    used_.assign(static_cast<std::size_t>(num_losses_), false);
+    overflow_.assign(static_cast<std::size_t>(num_losses_), false);
+    for (const auto& opt : optimizers)
+      for (auto& g : opt->param_groups())
+        for (auto& p : g.params()) params_.push_back(p);
+    stash_.resize(params_.size());
+  }
+
+  [[nodiscard]] bool autocast_enabled() const noexcept { return autocast_; }
+  [[nodiscard]] torch::DeviceType device() const noexcept { return device_; }
+  [[nodiscard]] std::optional<torch::ScalarType> dtype() const noexcept { return dtype_; }
+  [[nodiscard]] bool scaling() const noexcept { return scaling_; }
+  [[nodiscard]] const std::vector<GradScaler>& scalers() const noexcept { return scalers_; }
+
+  void begin_batch() noexcept { backward_calls_ = 0; }
+
+  /// apex's `with amp.scale_loss(loss, optimizers, loss_id=i): backward()`.
+  void backward(const torch::Tensor& loss, std::optional<std::int64_t> loss_idx, const torch::Tensor& gradient,
+                c10::optional<bool> retain_graph, bool create_graph) {
+    const auto id = loss_idx.value_or(backward_calls_);
+    ++backward_calls_;
+    if (id < 0 || id >= num_losses_)
+      throw InvalidExperimentException(
+          "dtl: backward: loss index " + std::to_string(id) + " but configure_apex_amp(num_losses = " +
+          std::to_string(num_losses_) + ")" +
+          (loss_idx ? std::string() : "; more backward calls in this batch than losses: pass ctx.backward(loss, i)"));
+    if (!scaling_) {
+      loss.backward(gradient, retain_graph, create_graph);
+      return;
+    }
+    auto& s = scalers_[static_cast<std::size_t>(id)];
+    {
+      torch::NoGradGuard no_grad;
+      for (std::size_t i = 0; i < params_.size(); ++i) {
+        stash_[i] = params_[i].grad();
+        if (stash_[i].defined()) params_[i].mutable_grad() = torch::Tensor();
+      }
+    }
+    s.scale(loss).backward(gradient, retain_graph, create_graph);
+    torch::NoGradGuard no_grad;
+    const auto inv = static_cast<float>(1.0 / s.get_scale());  // Python: scale.double().reciprocal().float()
+    bool found = false;
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      auto& p = params_[i];
+      if (!p.grad().defined()) {
+        if (stash_[i].defined()) p.mutable_grad() = stash_[i];
+      } else {
+        auto g = p.mutable_grad();
+        if (!found && !torch::isfinite(g).all().item<bool>()) found = true;
+        g.mul_(inv);
+        if (stash_[i].defined()) g.add_(stash_[i]);
+      }
+      stash_[i] = torch::Tensor();
+    }
+    used_[static_cast<std::size_t>(id)] = true;
+    if (found) overflow_[static_cast<std::size_t>(id)] = true;
+  }
+
+  /// Whether `params` (one optimizer's) may be stepped: no overflow since the last update, or
+  /// none in these gradients.
+  [[nodiscard]] bool may_step(const std::vector<torch::Tensor>& params) const {
+    if (!scaling_ || std::find(overflow_.begin(), overflow_.end(), true) == overflow_.end()) return true;
+    torch::NoGradGuard no_grad;
+    for (const auto& p : params)
+      if (p.grad().defined() && !torch::isfinite(p.grad()).all().item<bool>()) return false;
+    return true;
+  }
+
+  /// After an optimizer-step batch: each loss's scaler backs off or counts a clean step.
+  void end_update_batch() {
+    if (!scaling_) return;
+    for (std::size_t i = 0; i < scalers_.size(); ++i) {
+      if (!used_[i]) continue;
+      scalers_[i].update_scale(overflow_[i]);
+      used_[i] = overflow_[i] = false;
+    }
+  }
+
+  /// apex's `amp.state_dict()`: {"loss_scaler0": {"loss_scale": s, "unskipped": n}, ...}.
+  [[nodiscard]] nlohmann::json state_dict() const {
+    nlohmann::json j = nlohmann::json::object();
+    for (std::size_t i = 0; i < scalers_.size(); ++i)
+      j["loss_scaler" + std::to_string(i)] = {{"loss_scale", scalers_[i].get_scale()},
+                                              {"unskipped", scalers_[i].growth_tracker()}};
+    return j;
+  }
+  void load_state_dict(const nlohmann::json& j) {
+    for (std::size_t i = 0; i < scalers_.size(); ++i) {
+      const auto key = "loss_scaler" + std::to_string(i);
+      if (!j.contains(key)) continue;
+      auto& s = scalers_[i];
+      auto st = s.state_dict();
+      if (st.empty()) continue;
+      st["scale"] = j[key].at("loss_scale").get<double>();
+      st["_growth_tracker"] = j[key].at("unskipped").get<std::int64_t>();
+      s.load_state_dict(st);
+    }
+  }
+
+ private:
+  torch::DeviceType device_;
+  std::int64_t num_losses_;
+  std::optional<torch::ScalarType> dtype_;
+  bool autocast_ = false;
+  bool scaling_ = false;
+  std::vector<GradScaler> scalers_;
+  std::vector<bool> used_, overflow_;
+  std::vector<torch::Tensor> params_, stash_;
+  std::int64_t backward_calls_ = 0;
+};
+
+}  // namespace detail
+}  // namespace dtl
+
+#endif  // DTL_AMP_APEX_HPP
