@@ -13,6 +13,7 @@
 #include <dtl/config/experiment_config.hpp>
 #include <dtl/config/hparams.hpp>
 #include <dtl/data/batch.hpp>
+#include <dtl/detail/run_dir_lock.hpp>
 #include <dtl/distributed/data_parallel.hpp>
 #include <dtl/distributed/distributed_context.hpp>
 #include <dtl/errors.hpp>
@@ -85,6 +86,8 @@ struct ContextSetup {
   DistributedContext distributed{};
   std::filesystem::path run_dir;
   RunOverrides overrides{};
+  std::shared_ptr<RunDirLock> run_dir_lock;  // the chief's, held while the context lives
+  bool enable_tensorboard_logging = true;
 };
 }  // namespace detail
 
@@ -406,6 +409,7 @@ class PyTorchTrialContext {
     r.hparams = s_.hparams;
     r.experiment_config = get_experiment_config();
     r.trial_seed = s_.trial_seed;
+    r.load_data_notes = resume_notes_;
     if (scaler_)  // Determined's key for wrap_scaler's state
       r.extra.push_back({"scaler_state_dict", scaler_.get(),
                          [](const void* o) { return static_cast<const GradScaler*>(o)->state_dict(); },
@@ -429,6 +433,10 @@ class PyTorchTrialContext {
   /// The run's TensorBoard writer, created on first use; dtl writes its own `Determined/…`
   /// metrics into the same file (Determined's `TorchWriter().writer`).
   ///   ctx.get_tensorboard_writer().add_scalar("my/gradient_norm", norm, ctx.current_train_batch());
+  /// Determined's switch for the Trainer's automatic TensorBoard metrics (default on;
+  /// `InitOptions.enable_tensorboard_logging` sets it too). get_tensorboard_writer() still works.
+  void set_enable_tensorboard_logging(bool enabled) noexcept { s_.enable_tensorboard_logging = enabled; }
+  [[nodiscard]] bool get_enable_tensorboard_logging() const noexcept { return s_.enable_tensorboard_logging; }
   [[nodiscard]] SummaryWriter& get_tensorboard_writer() {
     if (!tensorboard_) tensorboard_.emplace(get_tensorboard_path());
     return *tensorboard_;
@@ -564,6 +572,7 @@ class PyTorchTrialContext {
   std::optional<detail::ScheduledProfiler> profiler_;
   std::shared_ptr<GradScaler> scaler_;
   std::unique_ptr<detail::ApexAmp> apex_;
+  nlohmann::json resume_notes_;  // what a resume changed, recorded in later checkpoints
 };
 
 }  // namespace dtl

@@ -25,6 +25,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 
 namespace dtl {
 
@@ -41,15 +42,29 @@ struct InitOptions {
   /// How to join a distributed run; default: torchrun's environment, or a single process when
   /// there is none (no socket is opened then).
   std::optional<DistributedOptions> distributed;
+  /// Whether this process takes the run directory's lock (one run per directory); false only
+  /// for a reader, e.g. load_trial_from_checkpoint_path beside a run that is training.
+  bool lock_run_dir = true;
+  /// Determined's `enable_tensorboard_logging`: false writes no TensorBoard event files for the
+  /// Trainer's metrics (metrics.jsonl still has them).
+  bool enable_tensorboard_logging = true;
 };
 
 namespace detail {
 
-inline std::atomic<bool>& stop_signal_flag() {
-  static std::atomic<bool> flag{false};
-  return flag;
+/// The signal (SIGINT/SIGTERM) that asked for a stop, 0 if none.
+inline std::atomic<int>& stop_signal_flag() {
+  static std::atomic<int> sig{0};
+  return sig;
 }
-inline bool stop_signal_received() noexcept { return stop_signal_flag().load(std::memory_order_relaxed); }
+inline bool stop_signal_received() noexcept { return stop_signal_flag().load(std::memory_order_relaxed) != 0; }
+
+/// Set by the Trainer when a signal stopped a run before its end (after the final checkpoint):
+/// the process then exits with 128 + signal, so a supervisor tells preemption from completion.
+inline std::atomic<int>& preempted_by_signal() {
+  static std::atomic<int> sig{0};
+  return sig;
+}
 
 /// A program built on `dtl::init(argc, argv)` ends every error the same way: an exception nobody
 /// caught (a corrupt checkpoint at resume, a full disk, a lost peer) prints one line `error: …`
@@ -80,13 +95,25 @@ inline bool stop_signal_received() noexcept { return stop_signal_flag().load(std
 
 /// SIGINT / SIGTERM ask for a graceful stop: the Trainer checkpoints at the next workload
 /// boundary and returns. A second signal kills the process as usual.
+/// A run they stopped exits with status 128 + signal (130, 143) once main returns; a stop a
+/// callback requested still exits 0.
 inline void install_stop_signal_handlers() {
   auto handler = +[](int sig) {
-    stop_signal_flag().store(true);
+    stop_signal_flag().store(sig);
     std::signal(sig, SIG_DFL);
   };
   std::signal(SIGINT, handler);
   std::signal(SIGTERM, handler);
+  static bool registered = false;
+  if (!std::exchange(registered, true))
+    std::atexit(+[] {
+      if (const int sig = preempted_by_signal().load()) {
+        std::cout.flush();
+        std::cerr.flush();
+        std::fflush(nullptr);
+        std::_Exit(128 + sig);
+      }
+    });
 }
 
 inline std::filesystem::path default_run_dir() {
@@ -125,6 +152,7 @@ inline detail::ContextSetup make_setup(InitOptions opts, const CommandLine* cl) 
   nlohmann::json hparams = opts.hparams.is_null() ? nlohmann::json::object() : opts.hparams;
   std::optional<std::uint64_t> seed = opts.seed;
   s.aggregation_frequency = opts.aggregation_frequency;
+  s.enable_tensorboard_logging = opts.enable_tensorboard_logging;
   s.average_aggregated_gradients = opts.average_aggregated_gradients;
   if (config_path) {
     s.config = load_experiment_config(*config_path);
@@ -164,6 +192,7 @@ inline detail::ContextSetup make_setup(InitOptions opts, const CommandLine* cl) 
       std::error_code ec;
       std::filesystem::create_directories(s.run_dir, ec);
       if (ec) throw ConfigError("dtl: cannot create run directory " + s.run_dir.string() + ": " + ec.message());
+      if (opts.lock_run_dir) s.run_dir_lock = std::make_shared<RunDirLock>(s.run_dir);  // one run dir, one process
     } catch (const ConfigError& e) {
       error = e.what();
     }

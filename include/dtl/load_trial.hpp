@@ -49,6 +49,7 @@ LoadedTrial<Trial> load_trial_from_checkpoint_path(const std::filesystem::path& 
   if (trial_state.contains("trial_seed")) opts.seed = trial_state["trial_seed"].template get<std::uint64_t>();
   // The run directory the checkpoint belongs to (<run>/checkpoints/<uuid>); it is not written to.
   opts.run_dir = path.parent_path().filename() == "checkpoints" ? path.parent_path().parent_path() : path;
+  opts.lock_run_dir = false;  // a reader: the run may be training beside it
   auto setup = detail::make_setup(std::move(opts), nullptr);
   torch::manual_seed(setup.trial_seed);
   LoadedTrial<Trial> out;

@@ -23,12 +23,14 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <iomanip>
 #include <limits>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -62,6 +64,9 @@ struct FitOptions {
   std::int64_t save_trial_best = 1;                 ///< with save_trial_latest: the best checkpoints kept besides
   std::string searcher_metric = "validation_loss";  ///< what `best` compares
   bool smaller_is_better = true;
+  /// A non-finite (NaN/inf) searcher metric stops training with an error by default, keeping the
+  /// last finite checkpoint as latest and best; true keeps training (with a warning).
+  bool continue_on_non_finite = false;
 };
 
 /// Where a run stands; saved in checkpoints (Determined's `_TrialState`).
@@ -92,7 +97,10 @@ class Trainer {
     const bool chief = ctx_.distributed().is_chief();
     reporter_.emplace(
         ctx_.run_dir(), chief,
-        detail::ReporterOptions{.quiet = opts_.quiet, .tensorboard = chief ? &ctx_.get_tensorboard_writer() : nullptr});
+        detail::ReporterOptions{.quiet = opts_.quiet,
+                                .tensorboard = chief && ctx_.get_enable_tensorboard_logging()
+                                                   ? &ctx_.get_tensorboard_writer()
+                                                   : nullptr});
     callbacks_ = trial_.build_callbacks();
     // on_trial_shutdown runs in reverse order on every exit, including by exception.
     struct ShutdownGuard {
@@ -186,6 +194,9 @@ class Trainer {
     ctx_.epoch_len_ = epoch_len;
     val_loader_.emplace(trial_.build_validation_data_loader());
 
+    if (ctx_.distributed().is_chief())
+      for (const auto& p : checkpointer().clean_temporaries())
+        reporter_->warn("removed " + p.string() + ", left by an interrupted checkpoint write");
     std::optional<std::filesystem::path> resume_from = opts_.latest_checkpoint;
     if (const auto& r = ctx_.run_overrides().resume) {
       // The chief resolves `latest`, so that every rank resumes from the same checkpoint. With no
@@ -321,7 +332,15 @@ class Trainer {
     } catch (const ShouldExit&) {
       if (state_.last_ckpt != state_.batches_trained) checkpoint();
       reporter_->finish_training();
-      reporter_->note("stopped at batch " + std::to_string(state_.batches_trained) + " (stop requested)");
+      if (const int sig = detail::stop_signal_flag().load()) {
+        // Preempted: the process will exit with 128 + signal once main returns.
+        detail::preempted_by_signal().store(sig);
+        reporter_->note("stopped at batch " + std::to_string(state_.batches_trained) + " by " +
+                        (sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "signal " + std::to_string(sig)) +
+                        ", checkpoint saved; the program exits with status " + std::to_string(128 + sig));
+      } else {
+        reporter_->note("stopped at batch " + std::to_string(state_.batches_trained) + " (stop requested)");
+      }
     }
     print_summary();
   }
@@ -479,6 +498,13 @@ class Trainer {
     }
     reporter_->training(state_.batches_trained, state_.epochs_trained, progress(), report,
                         {.batches = batches, .records = records, .seconds = secs}, timings);
+    for (const auto& [name, v] : report.avg_metrics.items())
+      if (v.is_number_float() && !std::isfinite(v.template get<double>()) && non_finite_warned_.insert(name).second)
+        reporter_->warn("training metric '" + name + "' is " + number_word(v.template get<double>()) +
+                        " in the workload ending at batch " + std::to_string(state_.batches_trained) +
+                        " (its first non-finite value): the run may be diverging; a lower learning rate, gradient "
+                        "clipping (step_optimizer(opt, dtl::clip_grad_norm(1.0))) or mixed-precision loss "
+                        "scaling may help");
     for (auto& [name, cb] : callbacks_) cb->on_training_workload_end(report.avg_metrics, report.batch_metrics);
   }
 
@@ -586,6 +612,8 @@ class Trainer {
     last_searcher_metric_ = searched != metrics.end() && searched->is_number()
                                 ? std::optional<double>(searched->get<double>())
                                 : std::nullopt;
+    std::optional<double> non_finite;  // never the best, never a checkpoint's metric
+    if (last_searcher_metric_ && !std::isfinite(*last_searcher_metric_)) non_finite = std::exchange(last_searcher_metric_, std::nullopt);
     if (last_searcher_metric_) {
       const std::pair<double, std::int64_t> now{*last_searcher_metric_, state_.batches_trained};
       summary_.last = now;
@@ -596,6 +624,21 @@ class Trainer {
     const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     reporter_->validation(state_.batches_trained, state_.epochs_trained, metrics,
                           {.batches = batches, .seconds = secs});
+    if (non_finite) {
+      const std::string what = "the searcher metric '" + opts_.searcher_metric + "' is " +
+                               number_word(*non_finite) + " at batch " +
+                               std::to_string(state_.batches_trained);
+      const std::string kept = summary_.latest_checkpoint
+                                   ? "the last finite checkpoint is " + summary_.latest_checkpoint->first +
+                                         " (batch " + std::to_string(summary_.latest_checkpoint->second) + ")"
+                                   : std::string("no checkpoint was written before it");
+      if (!opts_.continue_on_non_finite)
+        throw NonFiniteMetricError("dtl: " + what + ": training stopped (it diverged); " + kept +
+                                   ", and stays latest and best; resume from it with a lower learning rate, or set "
+                                   "FitOptions.continue_on_non_finite = true to train on");
+      if (non_finite_warned_.insert("validation:" + opts_.searcher_metric).second)
+        reporter_->warn(what + "; training continues (continue_on_non_finite), and no checkpoint counts it as best");
+    }
     for (auto& [name, cb] : callbacks_) cb->on_validation_end(metrics);
     if (state_.last_ckpt != state_.batches_trained && wants_checkpoint(metrics)) checkpoint();
   }
@@ -618,6 +661,7 @@ class Trainer {
           "', but validation returned no numeric metric of that name: set FitOptions.searcher_metric (or "
           "searcher.metric in the config) to one of your validation metrics, or use CheckpointPolicy::all");
     const double v = it->get<double>();
+    if (!std::isfinite(v)) return false;  // a NaN/inf metric is never the best
     const auto& best = state_.best_validation;
     const bool better = !best || (opts_.smaller_is_better ? v < *best : v > *best);
     if (better) state_.best_validation = v;
@@ -688,7 +732,38 @@ class Trainer {
                       std::to_string(ctx_.s_.trial_seed) + ": a resumed trial keeps its seed");
       ctx_.s_.trial_seed = *st.trial_seed;
     }
+    warn_changed_hparams(dir);
     reporter_->note("resumed from " + dir.string() + " at batch " + std::to_string(state_.batches_trained));
+  }
+
+  /// Hyperparameters given now that differ from the checkpoint's: named, with which value is in
+  /// effect where, and recorded in the next checkpoints' load_data.json.
+  void warn_changed_hparams(const std::filesystem::path& dir) {
+    nlohmann::json saved;
+    try {
+      saved = nlohmann::json::parse(detail::read_file(dir / "load_data.json")).value("hparams", nlohmann::json());
+    } catch (const std::exception&) {
+      return;  // an older or foreign checkpoint: nothing to compare with
+    }
+    if (!saved.is_object()) return;
+    const auto& now = ctx_.get_hparams();
+    nlohmann::json changed = nlohmann::json::object();
+    std::string list;
+    auto add = [&](const std::string& k, const nlohmann::json& given, const nlohmann::json& ckpt) {
+      changed[k] = {{"given", given}, {"checkpoint", ckpt}};
+      list += (list.empty() ? "" : ", ") + k + " = " + (given.is_null() ? std::string("(none)") : given.dump()) +
+              " (checkpoint: " + (ckpt.is_null() ? std::string("(none)") : ckpt.dump()) + ")";
+    };
+    for (const auto& [k, v] : now.items())
+      if (!saved.contains(k) || saved[k] != v) add(k, v, saved.value(k, nlohmann::json()));
+    for (const auto& [k, v] : saved.items())
+      if (!now.contains(k)) add(k, nullptr, v);
+    if (changed.empty()) return;
+    reporter_->warn("resuming with hyperparameters that differ from the checkpoint's: " + list +
+                    ". The trial was built with the values given now; what the checkpoint restores keeps the "
+                    "checkpoint's values (each optimizer group's learning rate and momentum, LR schedulers, "
+                    "callbacks). Set those in code after the load to change them, or start a new run");
+    ctx_.resume_notes_ = {{"hparams_changed_at_resume", std::move(changed)}, {"resumed_from", dir.string()}};
   }
 
   /// This rank's own RNG and data position from the checkpoint's per-rank states. With another
@@ -761,6 +836,14 @@ class Trainer {
   std::optional<detail::Checkpointer> checkpointer_;
   PhaseTimes phase_;
   std::function<nlohmann::json()> data_position_;  // set while the training stream lives
+  /// "nan", "inf" or "-inf" for a non-finite value (what a warning names), else the number.
+  static std::string number_word(double v) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    return std::to_string(v);
+  }
+
+  std::set<std::string> non_finite_warned_;         // metrics already warned about
   std::optional<double> last_searcher_metric_;     // of the latest validation, if it reported one
   nlohmann::json saved_data_position_;             // from the checkpoint being resumed
   /// This fit's figures for the closing summary.

@@ -29,6 +29,7 @@
 #include <iostream>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -144,6 +145,23 @@ class Checkpointer {
  public:
   explicit Checkpointer(std::filesystem::path storage) : storage_(std::move(storage)) {}
 
+  /// Removes what a crash mid-write leaves (`.tmp-*` directories, `.latest.tmp`); run at the start
+  /// of training, before anything is written. Returns what it removed.
+  std::vector<std::filesystem::path> clean_temporaries() {
+    namespace fs = std::filesystem;
+    std::vector<fs::path> removed;
+    std::error_code ec;
+    if (!fs::is_directory(storage_, ec)) return removed;
+    for (const auto& e : fs::directory_iterator(storage_, ec)) {
+      const auto name = e.path().filename().string();
+      if (name.starts_with(".tmp-") || name == ".latest.tmp") {
+        fs::remove_all(e.path(), ec);
+        removed.push_back(e.path());
+      }
+    }
+    return removed;
+  }
+
   /// Whether this storage has a complete checkpoint that `latest` points to.
   [[nodiscard]] bool has_latest() const { return std::filesystem::exists(storage_ / "latest"); }
 
@@ -222,6 +240,8 @@ class Checkpointer {
                                 {"experiment_config", trial.experiment_config},
                                 {"hparams", trial.hparams},
                                 {"is_trainer", true}};
+    if (trial.load_data_notes.is_object())
+      for (const auto& [k, v] : trial.load_data_notes.items()) load_data[k] = v;
     write_file(tmp / "load_data.json", load_data.dump(2));
     // metadata.json last, as Determined: its presence marks the files complete.
     nlohmann::json metadata = {{"dtl_version", DTL_VERSION_STRING},
@@ -255,7 +275,11 @@ class Checkpointer {
     };
     std::vector<Entry> all;
     std::optional<fs::path> pointed;
-    if (fs::exists(storage_ / "latest")) pointed = resolve("latest");
+    try {
+      if (fs::exists(storage_ / "latest")) pointed = resolve("latest");
+    } catch (const std::exception&) {  // an unreadable pointer: delete nothing it might name
+      return deleted;
+    }
     for (const auto& e : fs::directory_iterator(storage_)) {
       if (!e.is_directory()) continue;
       const auto name = e.path().filename().string();
@@ -264,9 +288,22 @@ class Checkpointer {
         deleted.push_back(e.path());
         continue;
       }
-      if (!fs::exists(e.path() / "metadata.json")) continue;  // not ours, or incomplete: leave it
-      const auto meta = nlohmann::json::parse(read_file(e.path() / "metadata.json"), nullptr, false);
-      if (meta.is_discarded() || !meta.contains("steps_completed")) continue;
+      // A directory that is not a complete dtl checkpoint (someone else's, or damaged) is never
+      // deleted and never stops training: it is named once and left alone.
+      nlohmann::json meta = nlohmann::json::value_t::discarded;
+      if (std::error_code ec; fs::exists(e.path() / "metadata.json", ec)) {
+        try {
+          meta = nlohmann::json::parse(read_file(e.path() / "metadata.json"), nullptr, false);
+        } catch (const std::exception&) {
+        }
+      }
+      if (meta.is_discarded() || !meta.is_object() || !meta.contains("steps_completed") ||
+          !meta["steps_completed"].is_number_integer()) {
+        if (warned_foreign_.insert(name).second)
+          std::cerr << "dtl: warning: " << e.path().string()
+                    << " is not a dtl checkpoint (no readable metadata.json); retention leaves it alone\n";
+        continue;
+      }
       Entry entry{e.path(), meta["steps_completed"].get<std::int64_t>(), std::nullopt};
       if (meta.contains("validation_metric") && meta["validation_metric"].is_number())
         entry.metric = meta["validation_metric"].get<double>();
@@ -391,6 +428,7 @@ class Checkpointer {
   }
 
  private:
+  std::set<std::string> warned_foreign_;  // foreign directories named once
   std::filesystem::path storage_;
 };
 

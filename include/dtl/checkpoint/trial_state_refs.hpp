@@ -37,6 +37,7 @@ struct TrialStateRefs {
   nlohmann::json hparams;
   nlohmann::json experiment_config;  ///< null when there is none
   std::uint64_t trial_seed = 0;
+  nlohmann::json load_data_notes;  ///< extra keys for load_data.json (e.g. hyperparameters changed at resume)
 };
 
 }  // namespace dtl::detail
