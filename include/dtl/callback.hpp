@@ -118,6 +118,14 @@ struct NamedCallback {
       : name(std::move(n)), callback(std::move(cb)) {  // NOLINT
     static_assert(detail::check_callback_hooks<T>());
   }
+  /// Anything else: the error says what a callback is.
+  template <class T>
+  requires(!std::derived_from<T, PyTorchCallback>) NamedCallback(std::string, std::shared_ptr<T>) {  // NOLINT
+    static_assert(std::derived_from<T, PyTorchCallback>,
+                  "dtl: build_callbacks(): a callback must derive from dtl::PyTorchCallback "
+                  "(struct MyCallback : dtl::PyTorchCallback { void on_validation_end(const dtl::MetricsJson&) "
+                  "override; }), as Determined's derive from det.pytorch.PyTorchCallback");
+  }
 };
 
 /// What `build_callbacks()` returns: callbacks by name, in the order their hooks run.

@@ -73,7 +73,6 @@ struct Epoch : detail::TrainUnit<Epoch> {
 template <class T>
 concept TrainUnitType = std::same_as<T, Batch> || std::same_as<T, Epoch>;
 
-
 /// A length or period in either unit: what `fit` takes for max_length and the periods.
 /// A bare integer is refused at compile time: `100` could mean batches or epochs.
 class Length {
@@ -82,7 +81,7 @@ class Length {
   Length(Epoch e) : unit_(std::move(e)) {}  // NOLINT(google-explicit-constructor)
   template <class I>
     requires std::is_arithmetic_v<I>
-  Length(I) {  // NOLINT(google-explicit-constructor)
+  Length(I) : Length(Batch{1}) {  // NOLINT(google-explicit-constructor); delegating keeps this the first error
     static_assert(detail::always_false<I>,
                   "dtl: a length or period needs a unit: write dtl::Batch{N} or dtl::Epoch{N}, "
                   "not a bare number (Determined's max_length=Batch(N) / Epoch(N))");

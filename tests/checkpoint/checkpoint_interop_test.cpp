@@ -219,9 +219,35 @@ TEST_CASE("a corrupt, truncated or foreign checkpoint is a clear error, and the 
         dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{6}, .latest_checkpoint = ckpt / "nope", .quiet = true});
       }(),
       doctest::Contains("does not exist"), dtl::CheckpointError);
-  // The intact file resumes.
+  // One flipped byte in a record (here data.pkl, in a key's text) is refused by its CRC-32,
+  // naming the record; PyTorch's reader would load it silently.
   std::filesystem::remove(pth);
   std::filesystem::copy_file(backup, pth);
+  {
+    auto bytes = dtl::detail::read_file(pth);
+    const auto at = bytes.find("optimizers_state_dict");
+    REQUIRE(at != std::string::npos);
+    bytes[at + 3] = static_cast<char>(bytes[at + 3] ^ 0x20);  // 'i' -> 'I': still a valid pickle
+    std::ofstream(pth, std::ios::binary | std::ios::trunc) << bytes;
+  }
+  CHECK_THROWS_WITH_AS(resume(), doctest::Contains("the record data.pkl is corrupt: its CRC-32 is "), dtl::CheckpointError);
+  // metadata.json is checked too, naming the field.
+  std::filesystem::remove(pth);
+  std::filesystem::copy_file(backup, pth);
+  const auto meta_path = ckpt / "metadata.json";
+  const auto meta_text = dtl::detail::read_file(meta_path);
+  auto meta = nlohmann::json::parse(meta_text);
+  meta["steps_completed"] = 2;
+  std::ofstream(meta_path) << meta.dump();
+  CHECK_THROWS_WITH_AS(resume(), doctest::Contains("metadata.json's steps_completed (2) differs from trial_state.json's batches_trained (3)"),
+                       dtl::CheckpointError);
+  meta["steps_completed"] = "three";
+  std::ofstream(meta_path) << meta.dump();
+  CHECK_THROWS_WITH_AS(resume(), doctest::Contains("steps_completed is missing or not a count"), dtl::CheckpointError);
+  std::ofstream(meta_path) << "{broken";
+  CHECK_THROWS_WITH_AS(resume(), doctest::Contains("metadata.json is not a JSON object"), dtl::CheckpointError);
+  std::ofstream(meta_path) << meta_text;
+  // The intact files resume.
   CHECK_NOTHROW(resume());
   std::filesystem::remove_all(opts.run_dir.value());
 }

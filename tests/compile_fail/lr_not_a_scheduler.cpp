@@ -1,4 +1,4 @@
-// expect: wrap_lr_scheduler takes a scheduler with step()
+// expect-first: wrap_lr_scheduler takes a scheduler with step()
 #include <dtl/trainer.hpp>
 
 int main() {

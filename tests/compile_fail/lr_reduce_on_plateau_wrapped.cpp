@@ -1,4 +1,4 @@
-// expect: this scheduler steps on a metric (ReduceLROnPlateau)
+// expect-first: this scheduler steps on a metric (ReduceLROnPlateau)
 #include <dtl/callbacks.hpp>
 #include <dtl/trainer.hpp>
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Compile-fail tests: every tests/compile_fail/*.cpp whose first line is `// expect: TEXT` must
-# fail to compile with TEXT in the compiler's output; `// expect-compiles` files must compile,
+# fail to compile with TEXT in the compiler's output (`// expect-first: TEXT`: in its first
+# error); `// expect-compiles` files must compile,
 # without a warning under -Wall -Wextra -Wpedantic (-Werror).
 # Usage: run.sh CXX [compiler flags...]   (runs two compilers at a time)
 set -u
@@ -22,9 +23,16 @@ check() {
     if [ "$first" = "// expect-compiles" ]; then
       echo "FAIL $name: does not compile:"; head -n 20 "$out/$name.log"
     else
-      expect=${first#// expect: }
-      if grep -qF -- "$expect" "$out/$name.log"; then echo "PASS $name"
-      else echo "FAIL $name: error does not say '$expect':"; grep -m3 'error' "$out/$name.log"; fi
+      if [[ "$first" == "// expect-first: "* ]]; then
+        # The message must be the compiler's first error, not one after an unrelated one.
+        expect=${first#// expect-first: }
+        if grep -m1 'error' "$out/$name.log" | grep -qF -- "$expect"; then echo "PASS $name"
+        else echo "FAIL $name: the first error does not say '$expect':"; grep -m3 'error' "$out/$name.log"; fi
+      else
+        expect=${first#// expect: }
+        if grep -qF -- "$expect" "$out/$name.log"; then echo "PASS $name"
+        else echo "FAIL $name: error does not say '$expect':"; grep -m3 'error' "$out/$name.log"; fi
+      fi
     fi
   fi
 }

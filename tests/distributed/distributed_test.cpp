@@ -344,8 +344,16 @@ TEST_CASE("kill/resume with 2 ranks and dropout: final weights equal an uninterr
       REQUIRE_MESSAGE(wait_all(pids) == all_ok2, slurp(run.string() + ".log"));
       break;
     }
-    // The whole launch dies at a random moment (as when a machine goes away).
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(400, 1400)(rng)));
+    // The whole launch dies at a random moment (as when a machine goes away) after it wrote a
+    // checkpoint of its own: waiting for that, not a fixed delay, keeps the kill mid-run however
+    // slow a loaded machine starts the ranks.
+    const auto latest = run / "checkpoints" / "latest";
+    const auto before = fs::exists(latest) ? slurp(latest) : std::string();
+    for (const auto t0 = Clock::now(); Clock::now() - t0 < std::chrono::seconds(30);) {
+      if (fs::exists(latest) && slurp(latest) != before) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 400)(rng)));
     for (auto pid : pids) ::kill(pid, SIGKILL);
     wait_all(pids, std::chrono::seconds(10));
     killed_at.push_back(fs::exists(run / "checkpoints" / "latest")

@@ -344,6 +344,7 @@ class Checkpointer {
       if (!fs::exists(dir / f))
         throw CheckpointError("dtl: checkpoint " + dir.string() + " is incomplete or not a dtl checkpoint: " + f +
                               " is missing");
+    const auto metadata = verify_metadata(dir);
     const auto file = dir / "state_dict.pth";
     const std::string where = "dtl: checkpoint " + file.string();
     const auto root_value = load_pickle_archive(file);
@@ -421,6 +422,10 @@ class Checkpointer {
       out.data_position = st.value("data_position", nlohmann::json(nullptr));
       if (st.contains("trial_seed")) out.trial_seed = st["trial_seed"].get<std::uint64_t>();
       out.ranks = st.value("ranks", nlohmann::json(nullptr));
+      if (metadata.at("steps_completed").get<std::int64_t>() != out.batches_trained)
+        throw CheckpointError("dtl: checkpoint " + dir.string() + ": metadata.json's steps_completed (" +
+                              metadata.at("steps_completed").dump() + ") differs from trial_state.json's batches_trained (" +
+                              std::to_string(out.batches_trained) + "): one of them was altered");
       return out;
     } catch (const nlohmann::json::exception& e) {
       throw CheckpointError("dtl: checkpoint " + (dir / "trial_state.json").string() + " is corrupt: " + e.what());
@@ -428,6 +433,23 @@ class Checkpointer {
   }
 
  private:
+  /// metadata.json must be what dtl writes: an object whose steps_completed is a count, format
+  /// "pickle", validation_metric (if any) a number; anything else is named.
+  static nlohmann::json verify_metadata(const std::filesystem::path& dir) {
+    const auto path = dir / "metadata.json";
+    const auto meta = nlohmann::json::parse(read_file(path), nullptr, false);
+    const std::string where = "dtl: checkpoint " + path.string();
+    if (meta.is_discarded() || !meta.is_object()) throw CheckpointError(where + " is not a JSON object (corrupt file)");
+    if (!meta.contains("steps_completed") || !meta["steps_completed"].is_number_integer() ||
+        meta["steps_completed"].get<std::int64_t>() < 0)
+      throw CheckpointError(where + ": steps_completed is missing or not a count");
+    if (meta.contains("format") && meta["format"] != "pickle")
+      throw CheckpointError(where + ": format is " + meta["format"].dump() + ", not \"pickle\" (not a dtl checkpoint)");
+    if (meta.contains("validation_metric") && !meta["validation_metric"].is_number())
+      throw CheckpointError(where + ": validation_metric is " + meta["validation_metric"].dump() + ", not a number");
+    return meta;
+  }
+
   std::set<std::string> warned_foreign_;  // foreign directories named once
   std::filesystem::path storage_;
 };

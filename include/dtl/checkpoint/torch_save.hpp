@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <dtl/checkpoint/pickle.hpp>
+#include <dtl/checkpoint/zip_crc.hpp>
 #include <dtl/errors.hpp>
 
 #include <ATen/core/Dict.h>
@@ -510,7 +511,8 @@ inline void save_pickle_archive(const c10::IValue& v, const std::filesystem::pat
 /// never executing anything) and rebuilds each tensor on the CPU over its storage record, so
 /// views keep sharing memory. See from_pickle_value for the IValue shapes. Throws
 /// CheckpointError naming the file and the problem: missing, not a zip, torch's legacy
-/// pre-1.6 format, a missing or short record, or a corrupt or refused pickle.
+/// pre-1.6 format, a missing or short record, a record whose bytes fail its CRC-32, or a
+/// corrupt or refused pickle.
 inline c10::IValue load_pickle_archive(const std::filesystem::path& file) {
   const std::string where = "dtl: checkpoint " + file.string() + ": ";
   {
@@ -532,7 +534,9 @@ inline c10::IValue load_pickle_archive(const std::filesystem::path& file) {
     caffe2::serialize::PyTorchStreamReader reader(file.string());
     if (!reader.hasRecord("data.pkl"))
       throw CheckpointError(where + "has no data.pkl record (not written by torch.save?)");
+    const auto crcs = zip_record_crcs(file, where);  // every record read is checked against its CRC-32
     auto [pkl_ptr, pkl_size] = reader.getRecord("data.pkl");
+    verify_record_crc(crcs, "data.pkl", pkl_ptr.get(), pkl_size, where);
     pickle::Value value;
     try {
       value = pickle::load(std::string_view(static_cast<const char*>(pkl_ptr.get()), pkl_size));
@@ -551,6 +555,7 @@ inline c10::IValue load_pickle_archive(const std::filesystem::path& file) {
       if (__builtin_mul_overflow(static_cast<std::uint64_t>(r.storage_numel), elem, &need))
         throw CheckpointError(where + shown + " declares an impossible size");
       auto [ptr, size] = reader.getRecord(name);
+      verify_record_crc(crcs, name, ptr.get(), size, where);
       if (size < need)
         throw CheckpointError(where + "the record " + shown + " holds " + std::to_string(size) + " bytes but its " +
                               r.storage_type + " of " + std::to_string(r.storage_numel) + " elements needs " +
