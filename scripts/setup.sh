@@ -12,6 +12,7 @@ packages=(
   doctest-dev                             # tests
   dataset-fashion-mnist                   # real data for the flagship example
   python3-torch                           # interop tests and torchrun
+  mkdocs                                  # the docs site (scripts/docs.sh)
 )
 
 missing=()

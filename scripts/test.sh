@@ -71,6 +71,7 @@ check fashion_mnist_test_mode build/examples/fashion_mnist --test-mode --run-dir
 check fashion_mnist_checkpoint bash -c "test -f '$run/fmnist/checkpoints/latest' && test -f '$run/fmnist/checkpoints/'\$(cat '$run/fmnist/checkpoints/latest')/metadata.json"
 check fashion_mnist_missing_data bash -c "build/examples/fashion_mnist --test-mode --run-dir '$run/x' --hparam data_dir=/nonexistent 2>&1 | grep -q 'apt-get install dataset-fashion-mnist'"
 check plot_metrics bash tests/tools/plot_metrics_test.sh
+check docs_site env DTL_SKIP_SETUP=1 bash scripts/docs.sh
 rm -rf "$run" "$log"
 
 echo "$passed passed, $failed failed"
