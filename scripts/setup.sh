@@ -13,6 +13,7 @@ packages=(
   dataset-fashion-mnist                   # real data for the flagship example
   python3-torch                           # interop tests and torchrun
   mkdocs                                  # the docs site (scripts/docs.sh)
+  cmake zlib1g-dev                        # the CMake consumer test; zlib's crc32 checks checkpoints
 )
 
 missing=()

@@ -72,6 +72,8 @@ check fashion_mnist_checkpoint bash -c "test -f '$run/fmnist/checkpoints/latest'
 check fashion_mnist_missing_data bash -c "build/examples/fashion_mnist --test-mode --run-dir '$run/x' --hparam data_dir=/nonexistent 2>&1 | grep -q 'apt-get install dataset-fashion-mnist'"
 check plot_metrics bash tests/tools/plot_metrics_test.sh
 check docs_site env DTL_SKIP_SETUP=1 bash scripts/docs.sh
+# dtl from someone else's project: pkg-config, CMake and meson-wrap consumers build and run a trial.
+check consumers bash tests/consumers/run.sh "$run/consumers"
 rm -rf "$run" "$log"
 
 echo "$passed passed, $failed failed"

@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include <dtl/detail/numpy_mean.hpp>
 #include <dtl/metrics.hpp>
 #include <nlohmann/json.hpp>
 
@@ -156,7 +157,7 @@ class MetricCollector {
       if (!v.is_tensor())
         columns_[i].push_back({{}, v.number()});
       else if (cpu_scalar_value(v.tensor(), x))
-        columns_[i].push_back({{}, x});
+        columns_[i].push_back({{}, x, v.tensor().scalar_type() == torch::kFloat});
       else
         columns_[i].push_back({v.tensor().requires_grad() ? v.tensor().detach() : v.tensor(), 0.0});
       ++i;
@@ -175,6 +176,7 @@ class MetricCollector {
   struct Entry {
     torch::Tensor tensor;
     double number = 0.0;
+    bool float32 = false;  ///< `number` came from a float32 tensor (Determined averages those in float32)
     [[nodiscard]] torch::Tensor as_tensor() const {
       return tensor.defined() ? tensor : torch::scalar_tensor(number, torch::kDouble);
     }
@@ -286,9 +288,21 @@ inline TrainingReport reduce_training(const MetricCollector& c) {
     bool direct = true;
     for (std::size_t b = 0; b < n && direct; ++b) direct = read_cpu_scalar(c.column(i)[b], values[b]);
     if (direct) {
-      double sum = 0.0;
-      for (double v : values) sum += v;
-      r.avg_metrics[key] = n ? sum / static_cast<double>(n) : 0.0;
+      // Determined's np.mean, bit for bit: in float32 when every value is a float32 tensor, else
+      // in float64 (Python floats, doubles, integers).
+      bool f32 = n > 0;
+      for (std::size_t b = 0; b < n && f32; ++b) {
+        const auto& e = c.column(i)[b];
+        f32 = e.tensor.defined() ? e.tensor.scalar_type() == torch::kFloat : e.float32;
+      }
+      if (n == 0) {
+        r.avg_metrics[key] = 0.0;
+      } else if (f32) {
+        std::vector<float> floats(values.begin(), values.end());
+        r.avg_metrics[key] = static_cast<double>(numpy_mean(std::span<const float>(floats)));
+      } else {
+        r.avg_metrics[key] = numpy_mean(std::span<const double>(values));
+      }
       r.column_names.push_back(key);
       r.columns.push_back(std::move(values));
       continue;

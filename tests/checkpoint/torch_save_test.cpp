@@ -623,19 +623,19 @@ print("written")
 }  // namespace dtl_torch_save_test
 
 TEST_CASE("torch_save: a flipped bit in a tensor's bytes is refused by the record's CRC-32, naming it") {
-  Scratch s;
+  dtl_torch_save_test::Scratch s;
   const auto file = s / "t.pth";
   c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
   d.insert("w", torch::full({256}, 3.25f));
-  save_pickle_archive(d, file);
-  CHECK(torch::equal(load_pickle_archive(file).toGenericDict().at("w").toTensor(), torch::full({256}, 3.25f)));
+  dtl::detail::save_pickle_archive(d, file);
+  CHECK(torch::equal(dtl::detail::load_pickle_archive(file).toGenericDict().at("w").toTensor(), torch::full({256}, 3.25f)));
   auto bytes = dtl::detail::read_file(file);
   const float v = 3.25f;
   const auto at = bytes.find(std::string(reinterpret_cast<const char*>(&v), sizeof v));
   REQUIRE(at != std::string::npos);
   bytes[at + 1] = static_cast<char>(bytes[at + 1] ^ 0x01);  // still a float, a slightly different one
   std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
-  CHECK_THROWS_WITH_AS(load_pickle_archive(file), doctest::Contains("the record data/0 is corrupt: its CRC-32 is"),
+  CHECK_THROWS_WITH_AS(dtl::detail::load_pickle_archive(file), doctest::Contains("the record data/0 is corrupt: its CRC-32 is"),
                        dtl::CheckpointError);
 }
 

@@ -1,4 +1,5 @@
 // expect-first: wrap_lr_scheduler takes a scheduler with step()
+// Something without step() handed to wrap_lr_scheduler: the Trainer could never step it.
 #include <dtl/trainer.hpp>
 
 int main() {

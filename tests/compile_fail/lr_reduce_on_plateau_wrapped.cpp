@@ -1,4 +1,6 @@
 // expect-first: this scheduler steps on a metric (ReduceLROnPlateau)
+// ReduceLROnPlateau steps on a metric, which the Trainer does not have after a batch; in Python
+// this fails at the first step(). The message points to the every-validation callback.
 #include <dtl/callbacks.hpp>
 #include <dtl/trainer.hpp>
 

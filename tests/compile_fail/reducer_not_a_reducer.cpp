@@ -1,4 +1,5 @@
 // expect: wrap_reducer takes a MetricReducer (reset, per_slot_reduce, cross_slot_reduce)
+// wrap_reducer given something that is neither a MetricReducer nor a function of the values.
 #include <dtl/trainer.hpp>
 
 int main() {

@@ -1,4 +1,5 @@
 // expect: must derive from dtl::PyTorchTrial<itself>
+// A trial must name itself in PyTorchTrial<Self> (CRTP), or its hooks would be another class's.
 #include "trial_base.hpp"
 struct Other : dtl::PyTorchTrial<Other> {};
 struct T : dtl::PyTorchTrial<Other> {

@@ -1,4 +1,8 @@
 #include "../prelude.hpp"
+#include "../support/external.hpp"
+
+#include <fstream>
+#include <random>
 
 namespace {
 dtl::Metrics one(const char* k, double v) { return dtl::Metrics{{k, torch::tensor(v)}}; }
@@ -82,4 +86,52 @@ TEST_CASE("Metrics: a bare loss tensor becomes {\"loss\": t}; numbers are allowe
   CHECK(n.at("acc").number() == doctest::Approx(0.75));
   CHECK(n.at("count").as_tensor().item<double>() == doctest::Approx(3.0));
   CHECK_THROWS(static_cast<void>(n.at("missing")));
+}
+
+TEST_CASE("the training average is numpy's mean bit for bit: float32 metrics in float32, Python floats in float64") {
+  // Determined averages a workload's per-batch values with np.mean: pairwise summation in the
+  // array's precision. A float64 sum of float32 values differs in the last bits.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(0.0f, 10.0f);
+  nlohmann::json cases = nlohmann::json::array();
+  std::vector<std::pair<double, double>> mine;  // (float32 loss mean, float64 lr mean) per case
+  for (int n : {1, 3, 7, 8, 9, 16, 100, 127, 128, 129, 300, 1000, 8193}) {
+    dtl::detail::MetricCollector c;
+    nlohmann::json losses = nlohmann::json::array(), lrs = nlohmann::json::array();
+    for (int b = 0; b < n; ++b) {
+      const float loss = u(rng);
+      const double lr = static_cast<double>(u(rng)) / 3.0;
+      c.add(dtl::Metrics{{"loss", torch::tensor(loss)}, {"lr", lr}}, "training");
+      losses.push_back(static_cast<double>(loss));
+      lrs.push_back(lr);
+    }
+    const auto rep = dtl::detail::reduce_training(c);
+    mine.emplace_back(rep.avg_metrics["loss"].get<double>(), rep.avg_metrics["lr"].get<double>());
+    cases.push_back({{"loss", losses}, {"lr", lrs}});
+    // The float32 mean is a float32 value.
+    CHECK(static_cast<double>(static_cast<float>(mine.back().first)) == mine.back().first);
+  }
+  if (auto why = test_support::python_torch_missing()) {
+    MESSAGE("skipped the comparison with numpy: " << *why);
+    return;
+  }
+  namespace fs = std::filesystem;
+  const auto file = fs::temp_directory_path() / ("dtl_np_mean_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(file) << cases.dump();
+  const auto r = test_support::run_command(
+      test_support::shell_quote(test_support::python()) + " -c " +
+      test_support::shell_quote("import json, sys, numpy as np\n"
+                                "cases = json.load(open(sys.argv[1]))\n"
+                                "print(json.dumps([[float(np.mean([np.array(v, dtype=np.float32) for v in c['loss']])),"
+                                " float(np.mean(c['lr']))] for c in cases]))") +
+      " " + test_support::shell_quote(file.string()));
+  fs::remove(file);
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  const auto numpy = nlohmann::json::parse(r.output);
+  REQUIRE(numpy.size() == mine.size());
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    INFO("case " << i);
+    CHECK(mine[i].first == numpy[i][0].get<double>());
+    CHECK(mine[i].second == numpy[i][1].get<double>());
+  }
 }
