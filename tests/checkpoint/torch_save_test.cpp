@@ -653,3 +653,15 @@ TEST_CASE("a state dict saved from a DDP-wrapped model (keys prefixed module.) l
   CHECK_THROWS_WITH_AS(dtl::load_state_dict(*loaded, mixed, true, "mixed"),
                        doctest::Contains("missing: weight; unexpected: module.weight"), dtl::CheckpointError);
 }
+
+TEST_CASE("dtl::load_state_dict(*model, \"weights.pt\") compiles and loads, as docs/porting.md writes it") {
+  dtl_torch_save_test::Scratch s;
+  const std::string file = (s / "weights.pt").string();
+  torch::nn::Linear saved(3, 2), loaded(3, 2);
+  dtl::save_state_dict(*saved, file);
+  dtl::load_state_dict(*loaded, file.c_str());  // a string literal's type: was ambiguous (path vs IValue)
+  CHECK(torch::equal(loaded->weight, saved->weight));
+  torch::nn::Linear again(3, 2);
+  dtl::load_state_dict(*again, file);  // a std::string
+  CHECK(torch::equal(again->bias, saved->bias));
+}

@@ -1,6 +1,7 @@
 // Tests for include/dtl/config/experiment_config.hpp.
 #include <dtl/config/experiment_config.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -243,6 +244,24 @@ nested: {a: {b: [true, ~]}}
     const std::string dup = parse_error("name: a\nname: b\n");
     CHECK(contains(dup, "experiment.yaml:2:1: duplicate key 'name'"));
     CHECK(contains(error_of([] { (void)yaml("!!int abc"); }), "is tagged"));
+  }
+
+  TEST_CASE("hostile YAML is refused in bounded time and memory: alias bombs, deep nesting") {
+    // "Billion laughs": nine levels of nine aliases each would expand to 9^9 values.
+    std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n";
+    for (int i = 1; i <= 9; ++i) {
+      bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+      for (int j = 0; j < 9; ++j) bomb += std::string(j ? ", " : "") + "*a" + std::to_string(i - 1);
+      bomb += "]\n";
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string e = parse_error(bomb);
+    CHECK(contains(e, "expands to more than 1000000 values"));
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
+    // Thousands of nested flow sequences: yaml-cpp's own depth guard, or ours, refuses it.
+    const std::string deep = std::string(5000, '[') + std::string(5000, ']');
+    const std::string d = parse_error("x: " + deep + "\n");
+    CHECK((contains(d, "nest") || contains(d, "depth") || contains(d, "recursion")));
   }
 
   TEST_CASE("Determined's mnist_pytorch const.yaml") {

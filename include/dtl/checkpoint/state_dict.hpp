@@ -105,6 +105,16 @@ inline void load_state_dict(torch::nn::Module& module, const std::filesystem::pa
     load_state_dict(module, root, strict, "state dict " + file.string());
   }
 }
+/// A path as a string literal or std::string (without these, "weights.pt" converts both to a path
+/// and to an IValue state dict, and the call is ambiguous).
+inline void load_state_dict(torch::nn::Module& module, const char* path, bool strict = true,
+                            std::size_t model_index = 0) {
+  load_state_dict(module, std::filesystem::path(path), strict, model_index);
+}
+inline void load_state_dict(torch::nn::Module& module, const std::string& path, bool strict = true,
+                            std::size_t model_index = 0) {
+  load_state_dict(module, std::filesystem::path(path), strict, model_index);
+}
 
 }  // namespace dtl
 

@@ -27,6 +27,7 @@
 #include <system_error>
 #include <utility>
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
 
@@ -160,7 +161,18 @@ inline std::string yaml_position(std::string_view source, const YAML::Mark& mark
   return where;
 }
 
-inline nlohmann::json yaml_to_json(const YAML::Node& node, std::string_view source, int depth = 0) {
+/// At most this many values in one document once aliases are expanded: aliases of aliases
+/// multiply ("billion laughs"), and a few hundred bytes of YAML would otherwise expand without
+/// limit in time and memory.
+inline constexpr std::size_t kMaxYamlValues = 1'000'000;
+
+inline nlohmann::json yaml_to_json(const YAML::Node& node, std::string_view source, int depth = 0,
+                                   std::size_t* budget = nullptr) {
+  std::size_t own_budget = kMaxYamlValues;
+  if (budget == nullptr) budget = &own_budget;
+  if ((*budget)-- == 0)
+    throw ConfigError(std::string(source) + ": the document expands to more than " + std::to_string(kMaxYamlValues) +
+                      " values (aliases that refer to aliases multiply); write the values out or use fewer aliases");
   // yaml-cpp bounds its own parser's nesting; aliases can still nest a node inside itself.
   constexpr int max_depth = 256;
   if (depth > max_depth) {
@@ -194,7 +206,7 @@ inline nlohmann::json yaml_to_json(const YAML::Node& node, std::string_view sour
     }
     case YAML::NodeType::Sequence: {
       nlohmann::json array = nlohmann::json::array();
-      for (const auto& element : node) array.push_back(yaml_to_json(element, source, depth + 1));
+      for (const auto& element : node) array.push_back(yaml_to_json(element, source, depth + 1, budget));
       return array;
     }
     case YAML::NodeType::Map: {
@@ -210,7 +222,7 @@ inline nlohmann::json yaml_to_json(const YAML::Node& node, std::string_view sour
           throw ConfigError(yaml_position(source, key.Mark()) + ": duplicate key '" + name +
                             "'; a key may appear once per mapping, remove one");
         }
-        object[name] = yaml_to_json(entry.second, source, depth + 1);
+        object[name] = yaml_to_json(entry.second, source, depth + 1, budget);
       }
       return object;
     }
@@ -224,6 +236,9 @@ inline nlohmann::json parse_yaml_text(std::string_view text, std::string_view so
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
+  } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's parser guard (its message says "bad file")
+    throw ConfigError(yaml_position(source, e.mark) + ": values nest more than " + std::to_string(e.depth()) +
+                      " levels deep; flatten the document");
   } catch (const YAML::Exception& e) {
     throw ConfigError(yaml_position(source, e.mark) + ": " + e.msg + "; fix the YAML syntax there");
   }
