@@ -37,7 +37,7 @@ cmake --build "$work/cmake" >/dev/null
 run_app "$work/cmake/app" cmake
 
 echo "== meson: dependency('dtl') through subprojects/dtl.wrap"
-cp -r "$root/tests/consumers/meson" "$work/meson-src"
+cp -rL "$root/tests/consumers/meson" "$work/meson-src"
 ln -s "$root" "$work/meson-src/subprojects/dtl"
 CXX="$cxx" meson setup "$work/meson" "$work/meson-src" >/dev/null
 ninja -C "$work/meson" >/dev/null
