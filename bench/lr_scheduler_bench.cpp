@@ -5,6 +5,8 @@
 //   build-bench/bench/lr_scheduler_bench
 #include <dtl/lr_scheduler.hpp>
 
+#include "alloc_counter.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,17 +15,6 @@
 #include <string>
 #include <vector>
 
-namespace {
-std::size_t allocations = 0;
-}  // namespace
-
-void* operator new(std::size_t size) {
-  ++allocations;
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -46,11 +37,11 @@ struct Result {
 template <class Step>
 Result measure(int groups, int steps, Step&& step) {
   for (int i = 0; i < 1000; ++i) step();  // warm up
-  const auto a0 = allocations;
+  const auto a0 = bench::allocations;
   const auto t0 = clock_type::now();
   for (int i = 0; i < steps; ++i) step();
   const auto t1 = clock_type::now();
-  const auto a1 = allocations;
+  const auto a1 = bench::allocations;
   return {std::chrono::duration<double, std::nano>(t1 - t0).count() / steps / groups,
           static_cast<double>(a1 - a0) / steps};
 }

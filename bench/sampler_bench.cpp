@@ -7,6 +7,8 @@
 // 2. Resuming at batch 10^7 of a 10^5-item shuffled dataset: restore(state) versus skip(10^7).
 #include <dtl/samplers/pipeline.hpp>
 
+#include "alloc_counter.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -17,20 +19,6 @@
 #include <span>
 #include <vector>
 
-namespace {
-
-// Counts heap allocations so the bench can show that steady-state iteration makes none.
-std::size_t allocations = 0;
-
-}  // namespace
-
-void* operator new(std::size_t size) {
-  ++allocations;
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t /*size*/) noexcept { std::free(p); }
 
 namespace {
 
@@ -133,11 +121,11 @@ void allocations_per_batch() {
   constexpr std::int64_t measured = 1000000;  // ~1280 epochs of this rank's batches
   for (std::span<const std::int64_t> b : p) {
     (void)b;
-    if (++done == warmup) at_start = allocations;
+    if (++done == warmup) at_start = bench::allocations;
     if (done == warmup + measured) break;
   }
   std::printf("heap allocations in %lld batches after warm-up (%lld epochs): %zu\n", static_cast<long long>(measured),
-              static_cast<long long>(measured * 4 * 32 / 100000), allocations - at_start);
+              static_cast<long long>(measured * 4 * 32 / 100000), bench::allocations - at_start);
 }
 
 void resume() {

@@ -199,18 +199,6 @@ class ScaledTrial : public dtl::PyTorchTrial<ScaledTrial> {
   torch::Tensor x_, y_;
 };
 
-std::vector<nlohmann::json> amp_records(const std::filesystem::path& run) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(run / "metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    auto r = nlohmann::json::parse(line);
-    if (r["type"] != "training") continue;
-    r.erase("seconds");
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("wrap_scaler in the Trainer: unscaled before clipping, a skipped step, state resumed bit for bit") {
@@ -243,7 +231,7 @@ TEST_CASE("wrap_scaler in the Trainer: unscaled before clipping, a skipped step,
     else
       CHECK(norms[i] < 20.0);  // scaled by 128-512 they would be far above
   }
-  const auto recs = amp_records(base / "straight");
+  const auto recs = test::records(base / "straight", "training");
   REQUIRE(recs.size() == 24);
   // The scale after each batch's update(): grows ×2 after 4 clean steps, halves at the inf.
   const double expected_scale[] = {256, 256, 256, 512, 512, 512, 512, 256, 256, 256, 256, 512};
@@ -267,7 +255,7 @@ TEST_CASE("wrap_scaler in the Trainer: unscaled before clipping, a skipped step,
     CHECK(torch::equal(trial.model_->weight.detach(), straight_w));
     CHECK(trial.scaler_->state_dict() == straight_scaler);
   }
-  CHECK(amp_records(base / "resumed") == recs);
+  CHECK(test::records(base / "resumed", "training") == recs);
   // Determined's key in state_dict.pth.
   const auto root = dtl::detail::load_pickle_archive(test::latest_checkpoint(base / "resumed") / "state_dict.pth").toGenericDict();
   REQUIRE(root.contains("scaler_state_dict"));

@@ -48,19 +48,6 @@ class ResumeTrial : public dtl::PyTorchTrial<ResumeTrial> {
   torch::Tensor x_, y_;
 };
 
-// metrics.jsonl records of one type, without the wall-clock fields.
-std::vector<nlohmann::json> records(const std::filesystem::path& run, const std::string& type) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(run / "metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    auto r = nlohmann::json::parse(line);
-    if (r["type"] != type) continue;
-    r.erase("seconds");
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
 dtl::InitOptions options(const std::filesystem::path& dir, std::uint64_t seed = 1) {
   auto o = test::init_options("resume", 8, 0.05);
   o.run_dir = dir;
@@ -99,10 +86,10 @@ TEST_CASE("T7: 100 batches, checkpoint, resume to 200 == 200 straight: metrics a
     resumed_w = ctx.models()[0]->parameters()[0].detach().clone();
   }
   CHECK(torch::equal(resumed_w, straight_w));
-  const auto train_b = records(base / "B", "training"), train_a = records(base / "A", "training");
+  const auto train_b = test::records(base / "B", "training"), train_a = test::records(base / "A", "training");
   REQUIRE(train_b.size() == 8);
   CHECK(train_a == train_b);  // loss and lr of every report, bit for bit (the LR schedule included)
-  CHECK(records(base / "A", "validation") == records(base / "B", "validation"));
+  CHECK(test::records(base / "A", "validation") == test::records(base / "B", "validation"));
   std::filesystem::remove_all(base);
 }
 
@@ -133,7 +120,7 @@ TEST_CASE("T8: the RNG state resumes: a different seed after resume changes noth
     resumed.latest_checkpoint = first_checkpoint;
     dtl::Trainer(trial, ctx).fit(resumed);
   }
-  const auto original = records(base / "original", "validation"), again = records(base / "resumed", "validation");
+  const auto original = test::records(base / "original", "validation"), again = test::records(base / "resumed", "validation");
   REQUIRE(original.size() == 5);
   REQUIRE(again.size() == 4);
   CHECK(std::vector<nlohmann::json>(original.begin() + 1, original.end()) == again);

@@ -5,6 +5,7 @@
 #include "../prelude.hpp"
 
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 namespace test {
@@ -125,6 +126,20 @@ class LinearTrial : public dtl::PyTorchTrial<LinearTrial> {
   torch::nn::Linear model_{nullptr};
   std::shared_ptr<torch::optim::SGD> opt_;
 };
+
+/// A run's metrics.jsonl records of one type ("training", "validation"), without the wall-clock
+/// field: what two runs that should train identically must agree on.
+inline std::vector<nlohmann::json> records(const std::filesystem::path& run, const std::string& type) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(run / "metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    auto r = nlohmann::json::parse(line);
+    if (r["type"] != type) continue;
+    r.erase("seconds");
+    out.push_back(std::move(r));
+  }
+  return out;
+}
 
 inline dtl::InitOptions init_options(const std::string& name, std::int64_t gbs = 4, double lr = 0.001,
                                      std::int64_t aggregation = 1) {

@@ -184,11 +184,9 @@ bool cycles_momentum(const json& c) { return c.contains("momenta"); }
 TEST_CASE("every dtl::lr scheduler gives torch's learning rates bit for bit over 200+ steps") {
   const auto& cases = reference().at("cases");
   REQUIRE(cases.size() >= 20);
-  std::set<std::string> kinds;
   for (const auto& c : cases) {
     const auto name = c.at("name").get<std::string>();
     SUBCASE(name.c_str()) {
-      kinds.insert(c.at("scheduler").at("type").get<std::string>());
       auto opt = make_optimizer(c.at("optimizer"));
       auto sched = make_scheduler(opt, c.at("scheduler"));
       const auto steps = c.at("steps").get<int>();
@@ -413,8 +411,8 @@ TEST_CASE("momentum cycling drives Adam's beta1 and RMSprop's momentum as SGD's 
   CHECK(b.state_dict()["use_beta1"] == true);
 }
 
-TEST_CASE("a step allocates nothing once the scheduler is built") {
-  // Steps grow no container: the buffers keep their capacity and address.
+TEST_CASE("a step reuses the scheduler's buffers (bench/lr_scheduler_bench counts allocations: none)") {
+  // Steps grow no container: get_last_lr() keeps its storage.
   auto p = torch::zeros({1}, torch::requires_grad());
   auto opt = std::make_shared<torch::optim::SGD>(std::vector<torch::Tensor>{p}, torch::optim::SGDOptions(0.1).momentum(0.9));
   dtl::lr::OneCycleLR s(opt, {.max_lr = 0.1, .total_steps = 1000});
@@ -467,18 +465,6 @@ class ScheduledTrial : public dtl::PyTorchTrial<ScheduledTrial> {
   torch::Tensor x_, y_;
 };
 
-std::vector<nlohmann::json> training_records(const std::filesystem::path& run) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(run / "metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    auto r = nlohmann::json::parse(line);
-    if (r["type"] != "training") continue;
-    r.erase("seconds");
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("OneCycleLR and a warmup+cosine SequentialLR under aggregation_frequency 2 resume bit-identically") {
@@ -516,9 +502,9 @@ TEST_CASE("OneCycleLR and a warmup+cosine SequentialLR under aggregation_frequen
       dtl::Trainer(trial, ctx).fit(second);
       resumed_w = ctx.models()[0]->parameters()[0].detach().clone();
     }
-    const auto straight = training_records(base / "straight");
+    const auto straight = test::records(base / "straight", "training");
     REQUIRE(straight.size() == 100);
-    CHECK(training_records(base / "resumed") == straight);
+    CHECK(test::records(base / "resumed", "training") == straight);
     CHECK(torch::equal(resumed_w, straight_w));
     // Determined's STEP_EVERY_BATCH under aggregation: the scheduler steps twice at each optimizer
     // step, so a pair of batches shares one lr and the next pair's is two steps further on.

@@ -111,23 +111,26 @@ class ApexAmp {
       }
     }
     s.scale(loss).backward(gradient, retain_graph, create_graph);
+    // This backward's gradients only: unscaled and checked as GradScaler does; then the earlier
+    // ones are added back.
+    std::vector<torch::Tensor> fresh;
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      if (params_[i].grad().defined()) fresh.push_back(params_[i].mutable_grad());
+    auto found = torch::zeros({1}, torch::kFloat);
+    GradScaler::unscale_grads(fresh, s.inv_scale(), found);
     torch::NoGradGuard no_grad;
-    const auto inv = static_cast<float>(1.0 / s.get_scale());  // Python: scale.double().reciprocal().float()
-    bool found = false;
     for (std::size_t i = 0; i < params_.size(); ++i) {
-      auto& p = params_[i];
-      if (!p.grad().defined()) {
-        if (stash_[i].defined()) p.mutable_grad() = stash_[i];
-      } else {
-        auto g = p.mutable_grad();
-        if (!found && !torch::isfinite(g).all().item<bool>()) found = true;
-        g.mul_(inv);
-        if (stash_[i].defined()) g.add_(stash_[i]);
+      if (stash_[i].defined()) {
+        if (params_[i].grad().defined())
+          params_[i].mutable_grad().add_(stash_[i]);
+        else
+          params_[i].mutable_grad() = stash_[i];
       }
       stash_[i] = torch::Tensor();
     }
+    const bool overflow = found.item<float>() != 0.0f;
     used_[static_cast<std::size_t>(id)] = true;
-    if (found) overflow_[static_cast<std::size_t>(id)] = true;
+    if (overflow) overflow_[static_cast<std::size_t>(id)] = true;
   }
 
   /// Whether `params` (one optimizer's) may be stepped: no overflow since the last update, or

@@ -68,9 +68,8 @@ class GradScaler {
     if (st.stage == Stage::stepped) throw std::runtime_error("dtl::GradScaler: unscale_() is being called after step().");
     if (!scale_.defined())
       throw std::runtime_error("dtl::GradScaler: unscale_() before any scale(): nothing was scaled");
-    const auto inv_scale = scale_.to(torch::kDouble).reciprocal().to(torch::kFloat);
     st.found_inf = torch::zeros({1}, scale_.options());
-    unscale_grads(optimizer, inv_scale, st.found_inf);
+    unscale_grads(optimizer, inv_scale(), st.found_inf);
     st.stage = Stage::unscaled;
   }
 
@@ -178,25 +177,33 @@ class GradScaler {
     growth_tracker_ = torch::full({1}, init_growth_tracker_, torch::TensorOptions().dtype(torch::kInt).device(device));
   }
 
+  /// Python's `inv_scale`: float(1 / double(scale)).
+  [[nodiscard]] torch::Tensor inv_scale() const { return scale_.to(torch::kDouble).reciprocal().to(torch::kFloat); }
+
+  static void unscale_grads(torch::optim::Optimizer& optimizer, const torch::Tensor& inv_scale,
+                            torch::Tensor& found_inf) {
+    std::vector<torch::Tensor> grads;
+    for (auto& group : optimizer.param_groups())
+      for (auto& p : group.params())
+        if (p.grad().defined()) grads.push_back(p.mutable_grad());
+    unscale_grads(grads, inv_scale, found_inf);
+  }
   /// ATen's _amp_foreach_non_finite_check_and_unscale_ for CUDA gradients; for CPU ones the same
   /// arithmetic (grad * float32 inv_scale; found_inf = 1 when any value is not finite).
-  static void unscale_grads(torch::optim::Optimizer& optimizer, const torch::Tensor& inv_scale,
+  static void unscale_grads(const std::vector<torch::Tensor>& grads, const torch::Tensor& inv_scale,
                             torch::Tensor& found_inf) {
     torch::NoGradGuard no_grad;
     std::vector<torch::Tensor> cuda_grads;
-    for (auto& group : optimizer.param_groups())
-      for (auto& p : group.params()) {
-        if (!p.grad().defined()) continue;
-        auto g = p.mutable_grad();
-        if (g.scalar_type() == torch::kHalf && !allow_fp16_)
-          throw std::invalid_argument("dtl::GradScaler: attempting to unscale FP16 gradients (keep the parameters float32)");
-        if (g.is_cuda()) {
-          cuda_grads.push_back(g);
-          continue;
-        }
-        if (!torch::isfinite(g).all().item<bool>()) found_inf.fill_(1.0);
-        g.mul_(inv_scale);
+    for (auto g : grads) {  // a handle: mul_ acts on the gradient itself
+      if (g.scalar_type() == torch::kHalf)
+        throw std::invalid_argument("dtl::GradScaler: attempting to unscale FP16 gradients (keep the parameters float32)");
+      if (g.is_cuda()) {
+        cuda_grads.push_back(g);
+        continue;
       }
+      if (!torch::isfinite(g).all().item<bool>()) found_inf.fill_(1.0);
+      g.mul_(inv_scale);
+    }
     if (!cuda_grads.empty()) {
       const auto dev = cuda_grads.front().device();
       auto f = found_inf.to(dev);
@@ -234,7 +241,6 @@ class GradScaler {
     if (o_.min_scale && get_scale() < *o_.min_scale) scale_.fill_(*o_.min_scale);
   }
 
-  static constexpr bool allow_fp16_ = false;
   GradScalerOptions o_;
   torch::Tensor scale_;           // float32 [1], created at the first scale()
   torch::Tensor growth_tracker_;  // int32 [1]

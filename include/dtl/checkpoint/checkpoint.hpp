@@ -124,13 +124,11 @@ inline void fsync_path(const std::filesystem::path& p, bool directory) {
   if (rc != 0) throw std::runtime_error("dtl: checkpoint: fsync failed for " + p.string());
 }
 
-inline void write_file(const std::filesystem::path& p, const std::string& bytes, bool sync = true) {
-  {
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) throw std::runtime_error("dtl: checkpoint: cannot write " + p.string());
-  }
-  if (sync) fsync_path(p, false);
+/// Writes a small file; a checkpoint makes all its files durable at once (sync_file_system).
+inline void write_file(const std::filesystem::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error("dtl: checkpoint: cannot write " + p.string());
 }
 
 /// Makes everything written on `p`'s file system durable in one call (syncfs): every file of a
@@ -234,7 +232,7 @@ class Checkpointer {
     root.insert("rng_state", rng);
     // Determined's on_checkpoint_save_start(checkpoint): callbacks may add entries.
     for (const auto& [name, cb] : callbacks) cb->on_checkpoint_save_start(root);
-    save_pickle_archive(root, tmp / "state_dict.pth", /*sync=*/false);
+    save_pickle_archive(root, tmp / "state_dict.pth");
 
     nlohmann::json trial_state = {{"batches_trained", st.batches_trained},
                                   {"epochs_trained", st.epochs_trained},
@@ -244,22 +242,22 @@ class Checkpointer {
     trial_state["best_validation"] = st.best_validation ? nlohmann::json(*st.best_validation) : nlohmann::json(nullptr);
     trial_state["data_position"] = st.data_position;
     if (!st.ranks.is_null()) trial_state["ranks"] = st.ranks;
-    write_file(tmp / "trial_state.json", trial_state.dump(2), /*sync=*/false);
+    write_file(tmp / "trial_state.json", trial_state.dump(2));
     nlohmann::json load_data = {{"trial_type", "PyTorchTrial"},
                                 {"experiment_config", trial.experiment_config},
                                 {"hparams", trial.hparams},
                                 {"is_trainer", true}};
     if (trial.load_data_notes.is_object())
       for (const auto& [k, v] : trial.load_data_notes.items()) load_data[k] = v;
-    write_file(tmp / "load_data.json", load_data.dump(2), /*sync=*/false);
+    write_file(tmp / "load_data.json", load_data.dump(2));
     // metadata.json last, as Determined: its presence marks the files complete.
     nlohmann::json metadata = {{"dtl_version", DTL_VERSION_STRING},
                                {"steps_completed", st.batches_trained},
                                {"framework", std::string("torch-") + TORCH_VERSION},
                                {"format", "pickle"}};
     if (st.validation_metric) metadata["validation_metric"] = *st.validation_metric;
-    write_file(tmp / "metadata.json", metadata.dump(2), /*sync=*/false);
-    write_file(storage_ / ".latest.tmp", w.uuid + "\n", /*sync=*/false);
+    write_file(tmp / "metadata.json", metadata.dump(2));
+    write_file(storage_ / ".latest.tmp", w.uuid + "\n");
     // Crash safety with two syncs instead of eight: the data of every file (and the temporary
     // directory's entries) durable at once; then both renames, which publish the checkpoint and
     // move `latest` to it, made durable by one fsync of their directory. A journaling file

@@ -88,7 +88,7 @@ class CosineAnnealingWarmRestarts : public LRScheduler {
       T_i_ *= static_cast<double>(T_mult_);
     }
     set_last_epoch(last_epoch() + 1);
-    compute();
+    update_lrs();  // Python's override of step() does not count _step_count
   }
   /// Python's `step(epoch)`: jump to `epoch`, which may be fractional.
   void step(double epoch) {
@@ -108,7 +108,7 @@ class CosineAnnealingWarmRestarts : public LRScheduler {
       T_cur_ = epoch;
     }
     set_last_epoch(static_cast<std::int64_t>(std::floor(epoch)));
-    compute();
+    update_lrs();
   }
 
   [[nodiscard]] nlohmann::json state_dict() const override {
@@ -137,12 +137,6 @@ class CosineAnnealingWarmRestarts : public LRScheduler {
   void step_to(std::int64_t epoch) override { step(static_cast<double>(epoch)); }
 
  private:
-  // Python's override of step() neither counts _step_count nor goes through the base step.
-  void compute() {
-    read_lrs();
-    get_lr(scratch());
-    apply();
-  }
   /// An integral value is written as Python's int (what Python holds after integer steps).
   static nlohmann::json number(double v) {
     if (std::floor(v) == v && std::abs(v) < 9.0e15) return static_cast<std::int64_t>(v);

@@ -217,7 +217,7 @@ class OneCycleLR : public LRScheduler {
   [[nodiscard]] std::int64_t total_steps() const noexcept { return total_steps_; }
 
   [[nodiscard]] nlohmann::json state_dict() const override {
-    static constexpr const char* names[] = {"initial_lr", "max_lr", "min_lr", "max_momentum", "base_momentum"};
+    const auto& names = detail::kSchedulerGroupKeys;
     auto j = LRScheduler::state_dict();
     j["total_steps"] = total_steps_;
     auto phases = nlohmann::json::array();
@@ -271,6 +271,7 @@ class OneCycleLR : public LRScheduler {
   }
 
  private:
+  // Indices into detail::kSchedulerGroupKeys (the same names, in the same order).
   enum Key : std::uint8_t { initial_lr, max_lr, min_lr, max_momentum, base_momentum };
   struct Phase {
     double end_step;
@@ -283,12 +284,11 @@ class OneCycleLR : public LRScheduler {
   }
   /// The group keys Python reads per step, cached: no lookup on the per-batch path.
   void read_group_keys() {
-    static constexpr const char* names[] = {"initial_lr", "max_lr", "min_lr", "max_momentum", "base_momentum"};
     auto& keys = detail::param_group_keys();
     values_.assign(groups(), {});
     for (std::size_t g = 0; g < groups(); ++g)
-      for (std::size_t k = 0; k < 5; ++k)
-        if (auto v = keys.get(*optimizer_, g, names[k])) values_[g][k] = *v;
+      for (std::size_t k = 0; k < values_[g].size(); ++k)
+        if (auto v = keys.get(*optimizer_, g, detail::kSchedulerGroupKeys[k])) values_[g][k] = *v;
   }
 
   std::int64_t total_steps_ = 0;

@@ -119,9 +119,7 @@ class LRScheduler {
   virtual void step() {
     ++step_count_;
     ++last_epoch_;
-    read_lrs();
-    get_lr(scratch_);
-    apply();
+    update_lrs();
   }
   /// The learning rates the last step() wrote, one per param group.
   [[nodiscard]] const std::vector<double>& get_last_lr() const noexcept { return last_lr_; }
@@ -189,6 +187,12 @@ class LRScheduler {
   [[nodiscard]] torch::optim::OptimizerOptions& group_options(std::size_t i) const {
     return optimizer_->param_groups()[i].options();
   }
+  /// get_lr() for last_epoch(), written into the groups and last_lr.
+  void update_lrs() {
+    read_lrs();
+    get_lr(scratch_);
+    apply();
+  }
   void read_lrs() {
     auto& gs = optimizer_->param_groups();
     for (std::size_t i = 0; i < scratch_.size(); ++i) scratch_[i] = gs[i].options().get_lr();
@@ -202,7 +206,6 @@ class LRScheduler {
       last_lr_[i] = scratch_[i];
     }
   }
-  [[nodiscard]] std::span<double> scratch() noexcept { return scratch_; }
   void set_base_lrs(std::vector<double> v) { base_lrs_ = std::move(v); }
   void set_last_lr_from_groups() {
     read_lrs();
