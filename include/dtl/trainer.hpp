@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <dtl/callback.hpp>
+#include <dtl/checkpoint/background_writer.hpp>
 #include <dtl/checkpoint/checkpoint.hpp>
 #include <dtl/context.hpp>
 #include <dtl/data/data_loader.hpp>
@@ -67,6 +68,12 @@ struct FitOptions {
   /// A non-finite (NaN/inf) searcher metric stops training with an error by default, keeping the
   /// last finite checkpoint as latest and best; true keeps training (with a warning).
   bool continue_on_non_finite = false;
+  /// Checkpoints are written off the training thread: training pauses only while the state is
+  /// copied, the write runs in the background (one at a time), and it is collected — waited for,
+  /// a failure raised, on_checkpoint_write_end / on_checkpoint_upload_end run — at the next
+  /// boundary (report, validation or checkpoint) and at the end of fit. false: written and
+  /// collected at once, as Determined does.
+  bool checkpoint_in_background = true;
 };
 
 /// Where a run stands; saved in checkpoints (Determined's `_TrialState`).
@@ -314,6 +321,7 @@ class Trainer {
           fired_report = opts_.reporting_period.fires(n, e, epoch_end);
         }
         end_workload(std::chrono::steady_clock::now() - t0, records);
+        collect_checkpoint();  // a write started at an earlier boundary
         // Boundaries in Determined's order (train, validate, checkpoint, report), a stop check after each.
         if (fired_train) check_stop();
         if (fired_val) {
@@ -328,9 +336,11 @@ class Trainer {
       }
       if (state_.last_val != state_.batches_trained) validate();
       if (state_.last_ckpt != state_.batches_trained) checkpoint();
+      collect_checkpoint();
       reporter_->finish_training();
     } catch (const ShouldExit&) {
       if (state_.last_ckpt != state_.batches_trained) checkpoint();
+      collect_checkpoint();
       reporter_->finish_training();
       if (const int sig = detail::stop_signal_flag().load()) {
         // Preempted: the process will exit with 128 + signal once main returns.
@@ -520,6 +530,7 @@ class Trainer {
   }
 
   void validate() {
+    collect_checkpoint();
     torch::NoGradGuard no_grad;
     set_train_mode(false);
     for (auto& [name, cb] : callbacks_) cb->on_validation_start();
@@ -674,6 +685,7 @@ class Trainer {
   }
 
   void checkpoint() {
+    collect_checkpoint();
     const auto t0 = Clock::now();
     struct AddTime {
       Clock::duration& d;
@@ -687,9 +699,10 @@ class Trainer {
     nlohmann::json mine = {{"cpu_rng_state", detail::cpu_rng_state_hex()},
                            {"data_position", data_position_ ? data_position_() : nlohmann::json(nullptr)}};
     auto ranks = dist.gather(mine);
-    const auto written = on_chief(
+    const bool background = opts_.checkpoint_in_background;
+    const auto taken = on_chief(
         [&] {
-          auto w = checkpointer().save(
+          auto snap = std::make_shared<detail::CheckpointSnapshot>(checkpointer().snapshot(
               ctx_.checkpoint_state(),
               detail::CheckpointState{
                   .batches_trained = state_.batches_trained,
@@ -700,19 +713,51 @@ class Trainer {
                   .data_position = mine["data_position"],
                   .validation_metric = state_.last_val == state_.batches_trained ? last_searcher_metric_ : std::nullopt,
                   .ranks = nlohmann::json(std::move(*ranks))},
-              callbacks_);
-          for (auto& [name, cb] : callbacks_) cb->on_checkpoint_write_end(w.dir);
-          checkpointer().collect_garbage({.latest = opts_.save_trial_latest,
-                                          .best = opts_.save_trial_best,
-                                          .smaller_is_better = opts_.smaller_is_better});
-          return nlohmann::json{{"uuid", w.uuid}, {"dir", w.dir.string()}};
+              callbacks_));
+          const nlohmann::json target = {{"uuid", snap->target.uuid}};
+          auto job = [this, snap] {
+            auto w = checkpointer().write(*snap);
+            checkpointer().collect_garbage({.latest = opts_.save_trial_latest,
+                                            .best = opts_.save_trial_best,
+                                            .smaller_is_better = opts_.smaller_is_better});
+            return w;
+          };
+          if (background) {
+            writer_.start(std::move(job));
+          } else {
+            job();
+            for (auto& [name, cb] : callbacks_) cb->on_checkpoint_write_end(snap->target.dir);
+          }
+          return target;
         },
         "writing a checkpoint");
-    const auto uuid = written.at("uuid").template get<std::string>();
-    summary_.latest_checkpoint = {written.at("dir").template get<std::string>(), state_.batches_trained};
-    if (summary_.best && summary_.best->second == state_.batches_trained)
-      summary_.best_checkpoint = summary_.latest_checkpoint;
-    reporter_->note("checkpoint " + uuid + " at batch " + std::to_string(state_.batches_trained));
+    pending_checkpoint_ = {taken.at("uuid").template get<std::string>(), state_.batches_trained};
+    if (!background) checkpoint_complete();
+  }
+
+  /// Collects the checkpoint written in the background, if one is: waits for its write, raises
+  /// its failure on every rank, and runs the hooks of a complete checkpoint (on_checkpoint_write_end
+  /// on the chief, on_checkpoint_upload_end on every rank). Every rank calls it at the same points.
+  void collect_checkpoint() {
+    if (!pending_checkpoint_) return;
+    const auto t0 = Clock::now();
+    on_chief(
+        [&] {
+          if (auto w = writer_.wait())
+            for (auto& [name, cb] : callbacks_) cb->on_checkpoint_write_end(w->dir);
+          return nlohmann::json(nullptr);
+        },
+        "writing a checkpoint");
+    phase_.checkpoint += Clock::now() - t0;
+    checkpoint_complete();
+  }
+
+  void checkpoint_complete() {
+    const auto [uuid, batch] = *pending_checkpoint_;
+    pending_checkpoint_.reset();
+    summary_.latest_checkpoint = {(ctx_.run_dir() / "checkpoints" / uuid).string(), batch};
+    if (summary_.best && summary_.best->second == batch) summary_.best_checkpoint = summary_.latest_checkpoint;
+    reporter_->note("checkpoint " + uuid + " at batch " + std::to_string(batch));
     for (auto& [name, cb] : callbacks_) cb->on_checkpoint_upload_end(uuid);
   }
 
@@ -834,6 +879,9 @@ class Trainer {
   std::optional<ValLoader> val_loader_;
   std::optional<detail::Reporter> reporter_;
   std::optional<detail::Checkpointer> checkpointer_;
+  /// After checkpointer_: destroyed first, so a write in flight finishes before what it uses goes.
+  detail::BackgroundWriter<detail::WrittenCheckpoint> writer_;
+  std::optional<std::pair<std::string, std::int64_t>> pending_checkpoint_;  // uuid and batch, until collected
   PhaseTimes phase_;
   std::function<nlohmann::json()> data_position_;  // set while the training stream lives
   /// "nan", "inf" or "-inf" for a non-finite value (what a warning names), else the number.

@@ -31,6 +31,8 @@ inline std::filesystem::path latest_checkpoint(const std::filesystem::path& run)
 struct Record {
   std::int64_t batches = 0;  // batches trained, counted by train_batch
   std::vector<std::int64_t> validations, checkpoints, workloads;
+  std::vector<std::int64_t> written;  // batches trained when each checkpoint's write was collected
+  std::vector<std::filesystem::path> written_dirs;
   std::vector<std::int64_t> epoch_starts, epoch_ends;
   std::vector<double> weights;         // after each train_batch
   std::vector<std::int64_t> lr_steps;  // batch index at each LR scheduler step
@@ -54,7 +56,12 @@ class RecordingCallback : public dtl::PyTorchCallback {
     r_.validations.push_back(r_.batches);
     r_.validation_metrics.push_back(m);
   }
-  void on_checkpoint_write_end(const std::filesystem::path&) override { r_.checkpoints.push_back(r_.batches); }
+  // When each checkpoint is taken; written in the background, its write_end comes at a later boundary.
+  void on_checkpoint_save_start(c10::impl::GenericDict&) override { r_.checkpoints.push_back(r_.batches); }
+  void on_checkpoint_write_end(const std::filesystem::path& dir) override {
+    r_.written.push_back(r_.batches);
+    r_.written_dirs.push_back(dir);
+  }
   void on_trial_shutdown() override { ++r_.shutdowns; }
 
  private:
@@ -78,6 +85,8 @@ class LinearTrial : public dtl::PyTorchTrial<LinearTrial> {
     bool identity = false;
     bool stop_at_30 = false;
     std::optional<std::pair<dtl::StepMode, std::int64_t>> lr_mode;
+    std::shared_ptr<dtl::PyTorchCallback> extra_callback;  // beside the recorder, as "extra"
+    std::optional<std::int64_t> throw_at_batch;            // train_batch throws std::runtime_error there
   };
 
   LinearTrial(dtl::PyTorchTrialContext& ctx, Record& rec, Options o) : ctx_(ctx), rec_(rec), o_(o) {
@@ -92,9 +101,14 @@ class LinearTrial : public dtl::PyTorchTrial<LinearTrial> {
 
   auto build_training_data_loader() { return dtl::DataLoader(data(o_.train_size), {.batch_size = bs()}); }
   auto build_validation_data_loader() { return dtl::DataLoader(data(o_.val_size), {.batch_size = bs()}); }
-  dtl::Callbacks build_callbacks() { return {{"recorder", std::make_shared<RecordingCallback>(rec_)}}; }
+  dtl::Callbacks build_callbacks() {
+    dtl::Callbacks cbs{{"recorder", std::make_shared<RecordingCallback>(rec_)}};
+    if (o_.extra_callback) cbs.push_back({"extra", o_.extra_callback});
+    return cbs;
+  }
 
   dtl::Metrics train_batch(std::tuple<torch::Tensor, torch::Tensor>& batch, std::int64_t, std::int64_t batch_idx) {
+    if (o_.throw_at_batch && batch_idx == *o_.throw_at_batch) throw std::runtime_error("train_batch failed on purpose");
     auto& [x, y] = batch;
     auto loss = torch::mse_loss(model_(x), y);
     ctx_.backward(loss);

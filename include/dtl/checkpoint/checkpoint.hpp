@@ -9,6 +9,7 @@
 #include <dtl/callback.hpp>
 #include <dtl/checkpoint/ivalue_json.hpp>
 #include <dtl/checkpoint/optimizer_state.hpp>
+#include <dtl/checkpoint/snapshot.hpp>
 #include <dtl/checkpoint/state_dict.hpp>
 #include <dtl/checkpoint/torch_save.hpp>
 #include <dtl/checkpoint/trial_state_refs.hpp>
@@ -102,6 +103,15 @@ struct WrittenCheckpoint {
   std::filesystem::path dir;
 };
 
+/// Everything a checkpoint writes, taken on the training thread and owning its memory: what
+/// Checkpointer::write turns into files, in the background or not.
+struct CheckpointSnapshot {
+  WrittenCheckpoint target;
+  c10::IValue state_dict;  ///< state_dict.pth, its tensors copied (snapshot_tensors)
+  /// The other files, in the order written; metadata.json last, as its presence marks the files complete.
+  std::vector<std::pair<std::string, std::string>> files;
+};
+
 inline std::string new_uuid4() {
   std::random_device rd;
   std::uint8_t b[16];
@@ -191,13 +201,18 @@ class Checkpointer {
     return storage_ / uuid;
   }
 
+  /// Writes a checkpoint now: snapshot() then write().
   WrittenCheckpoint save(const TrialStateRefs& trial, const CheckpointState& st, const Callbacks& callbacks = {}) {
-    namespace fs = std::filesystem;
-    fs::create_directories(storage_);
-    WrittenCheckpoint w{new_uuid4(), {}};
-    w.dir = storage_ / w.uuid;
-    const auto tmp = storage_ / (".tmp-" + w.uuid);
-    fs::create_directories(tmp);
+    return write(snapshot(trial, st, callbacks));
+  }
+
+  /// Takes everything a checkpoint holds, on the calling (training) thread: the state dict in
+  /// Determined's layout with its tensors copied, after the callbacks' on_checkpoint_save_start,
+  /// and the JSON files. Training may change the trial as soon as it returns.
+  CheckpointSnapshot snapshot(const TrialStateRefs& trial, const CheckpointState& st, const Callbacks& callbacks = {}) {
+    CheckpointSnapshot snap;
+    snap.target.uuid = new_uuid4();
+    snap.target.dir = storage_ / snap.target.uuid;
 
     // state_dict.pth in Determined's layout, as Python's torch.save writes it (weights_only-safe).
     c10::impl::GenericList models(c10::AnyType::get());
@@ -212,8 +227,12 @@ class Checkpointer {
         optimizers.push_back(c10::IValue());
         torch::serialize::OutputArchive archive;
         opts[i]->save(archive);
-        const auto file = tmp / ("optimizer_" + std::to_string(i) + ".pt");
-        archive.save_to(file.string());  // made durable with the rest, below
+        std::string bytes;
+        archive.save_to([&bytes](const void* data, std::size_t n) {
+          bytes.append(static_cast<const char*>(data), n);
+          return n;
+        });
+        snap.files.emplace_back("optimizer_" + std::to_string(i) + ".pt", std::move(bytes));
       }
     }
     c10::impl::GenericList schedulers(c10::AnyType::get());
@@ -232,7 +251,7 @@ class Checkpointer {
     root.insert("rng_state", rng);
     // Determined's on_checkpoint_save_start(checkpoint): callbacks may add entries.
     for (const auto& [name, cb] : callbacks) cb->on_checkpoint_save_start(root);
-    save_pickle_archive(root, tmp / "state_dict.pth");
+    snap.state_dict = snapshot_tensors(root);
 
     nlohmann::json trial_state = {{"batches_trained", st.batches_trained},
                                   {"epochs_trained", st.epochs_trained},
@@ -242,32 +261,44 @@ class Checkpointer {
     trial_state["best_validation"] = st.best_validation ? nlohmann::json(*st.best_validation) : nlohmann::json(nullptr);
     trial_state["data_position"] = st.data_position;
     if (!st.ranks.is_null()) trial_state["ranks"] = st.ranks;
-    write_file(tmp / "trial_state.json", trial_state.dump(2));
+    snap.files.emplace_back("trial_state.json", trial_state.dump(2));
     nlohmann::json load_data = {{"trial_type", "PyTorchTrial"},
                                 {"experiment_config", trial.experiment_config},
                                 {"hparams", trial.hparams},
                                 {"is_trainer", true}};
     if (trial.load_data_notes.is_object())
       for (const auto& [k, v] : trial.load_data_notes.items()) load_data[k] = v;
-    write_file(tmp / "load_data.json", load_data.dump(2));
-    // metadata.json last, as Determined: its presence marks the files complete.
+    snap.files.emplace_back("load_data.json", load_data.dump(2));
     nlohmann::json metadata = {{"dtl_version", DTL_VERSION_STRING},
                                {"steps_completed", st.batches_trained},
                                {"framework", std::string("torch-") + TORCH_VERSION},
                                {"format", "pickle"}};
     if (st.validation_metric) metadata["validation_metric"] = *st.validation_metric;
-    write_file(tmp / "metadata.json", metadata.dump(2));
-    write_file(storage_ / ".latest.tmp", w.uuid + "\n");
+    snap.files.emplace_back("metadata.json", metadata.dump(2));
+    return snap;
+  }
+
+  /// Writes a snapshot crash-safely: into a temporary directory, made durable, renamed, and
+  /// `latest` moved to it last. Safe to run on another thread than snapshot() (it touches only
+  /// the snapshot and the storage directory), one write at a time.
+  WrittenCheckpoint write(const CheckpointSnapshot& snap) {
+    namespace fs = std::filesystem;
+    fs::create_directories(storage_);
+    const auto tmp = storage_ / (".tmp-" + snap.target.uuid);
+    fs::create_directories(tmp);
+    save_pickle_archive(snap.state_dict, tmp / "state_dict.pth");
+    for (const auto& [name, bytes] : snap.files) write_file(tmp / name, bytes);
+    write_file(storage_ / ".latest.tmp", snap.target.uuid + "\n");
     // Crash safety with two syncs instead of eight: the data of every file (and the temporary
     // directory's entries) durable at once; then both renames, which publish the checkpoint and
     // move `latest` to it, made durable by one fsync of their directory. A journaling file
     // system commits the two renames in order, so after a crash `latest` names the old
     // checkpoint or the complete new one, never a partial one.
     sync_file_system(tmp);
-    fs::rename(tmp, w.dir);
+    fs::rename(tmp, snap.target.dir);
     fs::rename(storage_ / ".latest.tmp", storage_ / "latest");
     fsync_path(storage_, true);
-    return w;
+    return snap.target;
   }
 
   /// Deletes the checkpoints the policy does not keep: all but the `latest` newest and the `best`
