@@ -214,6 +214,98 @@ TEST_CASE("a user batch_sampler is repeated, sharded and skipped like Determined
                   dtl::DataError);
 }
 
+TEST_CASE("a batch_sampler that repeats before batching yields Python's BatchSampler(RepeatSampler(...)) batches") {
+  namespace s = dtl::samplers;
+  using V = std::vector<std::vector<std::int64_t>>;
+  // Python (Determined's samplers on numpy):
+  //   BatchSampler(RepeatSampler(ReproducibleShuffleSampler(SequentialSampler(range(10)), 7)), 4, False)
+  // = rs = np.random.RandomState(7); each pass x = list(range(10)); rs.shuffle(x); chained; chunks of 4.
+  const V python = {{8, 5, 0, 2}, {1, 9, 7, 3}, {6, 4, 1, 3}, {2, 5, 9, 0}, {4, 6, 7, 8},
+                    {2, 4, 1, 9}, {6, 8, 7, 0}, {5, 3, 9, 5}, {0, 3, 7, 4}, {6, 1, 8, 2}};
+  for (std::int64_t workers : {0, 2}) {
+    CAPTURE(workers);
+    dtl::DataLoader loader(CountingDataset{.n = 10}, s::sequential(10) | s::shuffle(7) | s::repeat() | s::batch(4),
+                           {.num_workers = workers});
+    CHECK(loader.size() == 3);  // len(BatchSampler(RepeatSampler(s), 4)) == ceil(10 / 4): the nominal epoch
+    CHECK(loader.epoch_length(2) == 2);
+    auto one = loader.adapt_training({});
+    CHECK(take(one, 10) == python);  // batches run across epoch ends: {6, 4 | 1, 3} is batch 2
+    // Sharded after the repeat, as Determined's DistributedBatchSampler: rank r takes batches r, r + w, ...
+    auto r1 = loader.adapt_training({.rank = 1, .world = 2});
+    CHECK(take(r1, 5) == V{python[1], python[3], python[5], python[7], python[9]});
+    // Skipped, and resumed from a saved state, to the same batches.
+    auto skipped = loader.adapt_training({.skip = 6});
+    CHECK(take(skipped, 4) == V(python.begin() + 6, python.end()));
+    std::optional<dtl::samplers::sampler_state> saved;
+    {
+      auto first = loader.adapt_training({});
+      auto it = first.begin();
+      for (int k = 0; k < 6; ++k) ++it;
+      saved = first.state();
+    }
+    REQUIRE(saved);
+    auto resumed = loader.adapt_training({.skip = 6, .resume = &*saved});
+    CHECK(take(resumed, 4) == V(python.begin() + 6, python.end()));
+  }
+  // drop_last changes only the nominal epoch: the stream never ends, so no batch is short.
+  dtl::DataLoader dropping(CountingDataset{.n = 10}, s::sequential(10) | s::shuffle(7) | s::repeat() | s::batch(4, true));
+  CHECK(dropping.size() == 2);
+  auto d = dropping.adapt_training({});
+  CHECK(take(d, 10) == python);
+}
+
+TEST_CASE("the Trainer trains on a batch_sampler that repeats before batching, and resumes it exactly") {
+  namespace s = dtl::samplers;
+  struct Trial : dtl::PyTorchTrial<Trial> {
+    explicit Trial(dtl::PyTorchTrialContext& ctx) : ctx_(ctx) {
+      model_ = ctx.wrap_model(torch::nn::Linear(1, 1));
+      opt_ = ctx.wrap_optimizer(torch::optim::SGD(model_->parameters(), 0.01));
+    }
+    auto build_training_data_loader() {
+      return dtl::DataLoader(CountingDataset{.n = 10}, s::sequential(10) | s::shuffle(7) | s::repeat() | s::batch(4));
+    }
+    auto build_validation_data_loader() { return dtl::DataLoader(CountingDataset{.n = 10}, s::sequential(10) | s::batch(5)); }
+    dtl::Metrics train_batch(Batch& b, std::int64_t, std::int64_t) {
+      seen.push_back(ids(b));
+      auto loss = torch::mse_loss(model_(std::get<0>(b)), std::get<1>(b).to(torch::kFloat).unsqueeze(1));
+      ctx_.backward(loss);
+      ctx_.step_optimizer(opt_);
+      return {{"loss", loss}};
+    }
+    dtl::Metrics evaluate_batch(Batch& b) {
+      return {{"validation_loss", torch::mse_loss(model_(std::get<0>(b)), std::get<1>(b).to(torch::kFloat).unsqueeze(1))}};
+    }
+    std::vector<std::vector<std::int64_t>> seen;
+    dtl::PyTorchTrialContext& ctx_;
+    torch::nn::Linear model_{nullptr};
+    std::shared_ptr<torch::optim::SGD> opt_;
+  };
+  const auto dir = std::filesystem::temp_directory_path() / ("dtl-repeat-before-batch-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::vector<std::vector<std::int64_t>> straight, resumed;
+  {
+    auto ctx = dtl::init({.seed = 1, .run_dir = dir / "a"});
+    Trial t(ctx);
+    dtl::Trainer(t, ctx).fit({.max_length = dtl::Epoch{3}, .quiet = true});  // 3 nominal epochs of 3 batches
+    straight = t.seen;
+  }
+  CHECK(straight.size() == 9);
+  {
+    auto ctx = dtl::init({.seed = 1, .run_dir = dir / "b"});
+    Trial t(ctx);
+    dtl::Trainer(t, ctx).fit({.max_length = dtl::Batch{5}, .quiet = true});
+    resumed = t.seen;
+  }
+  {
+    auto ctx = dtl::init({.seed = 1, .run_dir = dir / "b"});
+    Trial t(ctx);
+    dtl::Trainer(t, ctx).fit({.max_length = dtl::Epoch{3}, .latest_checkpoint = test::latest_checkpoint(dir / "b"), .quiet = true});
+    resumed.insert(resumed.end(), t.seen.begin(), t.seen.end());
+  }
+  CHECK(resumed == straight);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("bad loader options are errors that name the option") {
   CHECK_THROWS_WITH_AS(dtl::DataLoader(CountingDataset{}, {.batch_size = 2, .num_workers = -1}),
                        "dtl::DataLoader: num_workers must be >= 0 (got -1)", dtl::DataError);

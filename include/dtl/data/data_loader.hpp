@@ -118,8 +118,16 @@ inline std::string current_exception_what() {
   }
 }
 
+/// Whether a pipeline batches a repeated index stream (`... | repeat() | batch(b)`, Python's
+/// `BatchSampler(RepeatSampler(sampler), b, drop_last)`): batches that run across epoch ends.
+template <class N>
+inline constexpr bool repeats_before_batch = false;
+template <class U>
+inline constexpr bool repeats_before_batch<batch_node<U>> = U::has_repeat;
+
 /// A batch sampler the Trainer can adapt: one epoch of index batches, built with dtl's samplers
-/// and without the stages the Trainer adds itself.
+/// and without the stages the Trainer adds itself — or an endless one that repeats its indices
+/// before batching them, which the Trainer only shards and skips.
 template <class P>
 consteval bool check_batch_sampler() {
   if constexpr (!is_pipeline<P>) {
@@ -133,10 +141,13 @@ consteval bool check_batch_sampler() {
                   "dtl::DataLoader: a batch_sampler yields batches of indices: end the pipeline with "
                   "dtl::samplers::batch(size)");
     return false;
-  } else if constexpr (P::node_type::has_repeat || P::node_type::has_shard || P::node_type::has_skip) {
+  } else if constexpr ((P::node_type::has_repeat && !repeats_before_batch<typename P::node_type>) ||
+                       P::node_type::has_shard || P::node_type::has_skip) {
     static_assert(always_false<P>,
                   "dtl::DataLoader: a batch_sampler describes one epoch: leave out repeat(), shard() and skip(); "
-                  "the Trainer adds them itself (Determined's adapt_batch_sampler)");
+                  "the Trainer adds them itself (Determined's adapt_batch_sampler). For batches that run across "
+                  "epoch ends (Python's BatchSampler(RepeatSampler(s), b)), repeat the indices before batching: "
+                  "sequential(n) | shuffle(seed) | repeat() | batch(b)");
     return false;
   } else {
     return true;
@@ -157,6 +168,13 @@ consteval bool check_batch_sampler() {
 template <Dataset D, class Collate = DefaultCollate, class BatchSampler = detail::default_batch_sampler>
 class DataLoader {
   static constexpr bool has_user_sampler = !std::is_same_v<BatchSampler, detail::default_batch_sampler>;
+  /// A user batch sampler that repeats its indices before batching them (batches across epoch ends).
+  static constexpr bool repeats_indices = [] {
+    if constexpr (has_user_sampler)
+      return detail::repeats_before_batch<typename BatchSampler::node_type>;
+    else
+      return false;
+  }();
   using sampler_storage = std::conditional_t<has_user_sampler, BatchSampler, std::monostate>;
 
  public:
@@ -344,11 +362,20 @@ class DataLoader {
   /// ignored for evaluation, which only shards). Both are Streams over the same base sampler.
   [[nodiscard]] auto adapt_training(const AdaptOptions& a) const {
     check_world(a);
-    auto p = base_pipeline(a.seed) | samplers::repeat() | samplers::shard(a.rank, a.world) | samplers::skip(a.skip);
     // A stream is not movable once begun; before begin() it is built in place by guaranteed elision.
-    return make_stream(std::move(p), a, /*track_state=*/true);
+    if constexpr (repeats_indices) {  // already endless: Determined's RepeatBatchSampler never ends its first pass
+      return make_stream(base_pipeline(a.seed) | samplers::shard(a.rank, a.world) | samplers::skip(a.skip), a,
+                         /*track_state=*/true);
+    } else {
+      auto p = base_pipeline(a.seed) | samplers::repeat() | samplers::shard(a.rank, a.world) | samplers::skip(a.skip);
+      return make_stream(std::move(p), a, /*track_state=*/true);
+    }
   }
   [[nodiscard]] auto adapt_evaluation(const AdaptOptions& a) const {
+    static_assert(!repeats_indices,
+                  "dtl::DataLoader: this batch_sampler repeats its indices (repeat() before batch()) and never "
+                  "ends: it can train, but validation and stream() need one pass. Build the validation loader "
+                  "without repeat(): sequential(n) | batch(b)");
     check_world(a);
     return make_stream(base_pipeline(a.seed) | samplers::shard(a.rank, a.world), AdaptOptions{}, false);
   }

@@ -22,12 +22,13 @@
 namespace dtl {
 
 /// What the Trainer needs from a loader to repeat, shard and skip it reproducibly: dtl::DataLoader.
+/// (adapt_evaluation is used only on validation loaders; checking it here would instantiate it for
+/// a training loader whose endless batch sampler cannot validate.)
 template <class L>
 concept AdaptableLoader = requires(const L& l, const AdaptOptions& a, std::int64_t world) {
   typename L::batch_type;
   { l.epoch_length(world) } -> std::convertible_to<std::int64_t>;
   l.adapt_training(a);
-  l.adapt_evaluation(a);
   { l.describe(a) } -> std::convertible_to<std::string>;
 };
 
