@@ -10,6 +10,7 @@
 #include <dtl/metrics.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <span>
@@ -240,6 +241,7 @@ struct TrainingReport {
   std::vector<std::string_view> column_names;  ///< scalar metrics, in key order
   std::vector<std::vector<double>> columns;    ///< one value per batch, for each of column_names
   BatchMetrics batch_metrics;
+  std::vector<std::string> float32_keys;  ///< metrics whose every value is a float32 (numpy averages them in float32)
 };
 
 namespace detail {
@@ -298,6 +300,7 @@ inline TrainingReport reduce_training(const MetricCollector& c) {
       if (n == 0) {
         r.avg_metrics[key] = 0.0;
       } else if (f32) {
+        r.float32_keys.push_back(key);
         std::vector<float> floats(values.begin(), values.end());
         r.avg_metrics[key] = static_cast<double>(numpy_mean(std::span<const float>(floats)));
       } else {
@@ -353,11 +356,33 @@ inline MetricsJson mean_json(const std::vector<const MetricsJson*>& values) {
   return out;
 }
 
+/// np.mean of numbers, ignoring nulls, in numpy's precision for the array they make: float32 when
+/// every value was a float32 (`float32`), else float64. Anything but numbers: mean_json.
+inline MetricsJson numpy_mean_json(const std::vector<const MetricsJson*>& values, bool float32) {
+  std::vector<double> present;
+  for (const auto* v : values) {
+    if (!v || v->is_null()) continue;
+    if (!v->is_number()) return mean_json(values);
+    present.push_back(v->get<double>());
+  }
+  if (present.empty()) return nullptr;
+  if (float32) {
+    const std::vector<float> f(present.begin(), present.end());  // exact: each was a float32
+    return static_cast<double>(numpy_mean(std::span<const float>(f)));
+  }
+  return numpy_mean(std::span<const double>(present));
+}
+
 /// A distributed workload's training report (semantics §5.3): each batch's metrics averaged
-/// across ranks (`per_rank[r][b]` is rank r's batch b), then averaged over the batches.
+/// across ranks (`per_rank[r][b]` is rank r's batch b), then averaged over the batches, both
+/// with np.mean's arithmetic (float32 for the metrics in `float32_keys` on every rank).
 /// `keys` are the metric names in report order (every rank must return the same ones).
 inline TrainingReport average_training_across_ranks(const std::vector<MetricsJson>& per_rank,
-                                                    const std::vector<std::string>& keys) {
+                                                    const std::vector<std::string>& keys,
+                                                    const std::vector<std::string>& float32_keys = {}) {
+  const auto is_f32 = [&](const std::string& key) {
+    return std::find(float32_keys.begin(), float32_keys.end(), key) != float32_keys.end();
+  };
   const std::size_t batches = per_rank.empty() ? 0 : per_rank.front().size();
   for (std::size_t r = 0; r < per_rank.size(); ++r)
     if (per_rank[r].size() != batches)
@@ -376,7 +401,7 @@ inline TrainingReport average_training_across_ranks(const std::vector<MetricsJso
                                       std::to_string(r) + " did not return '" + key + "'");
         values.push_back(&*it);
       }
-      averaged[b][key] = mean_json(values);
+      averaged[b][key] = numpy_mean_json(values, is_f32(key));
     }
   TrainingReport r{.batch_metrics = BatchMetrics(std::vector<MetricsJson>{})};
   for (const auto& key : keys) {
@@ -389,7 +414,8 @@ inline TrainingReport average_training_across_ranks(const std::vector<MetricsJso
       scalar = scalar && v.is_number();
       if (scalar) column.push_back(v.get<double>());
     }
-    r.avg_metrics[key] = mean_json(values);
+    r.avg_metrics[key] = numpy_mean_json(values, is_f32(key));
+    if (is_f32(key)) r.float32_keys.push_back(key);
     if (scalar) {
       r.column_names.push_back(key);
       r.columns.push_back(std::move(column));

@@ -22,6 +22,7 @@
 #include <dtl/trial.hpp>
 #include <dtl/units.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -478,17 +479,24 @@ class Trainer {
       auto reducers = detail::prepare_reducers(ctx_.reducers_, /*training=*/true);
       nlohmann::ordered_json batches = nlohmann::ordered_json::array();
       for (const auto& b : report.batch_metrics) batches.push_back(b);
-      const auto all = dist.allgather(
-          nlohmann::ordered_json{{"batches", std::move(batches)}, {"records", records}, {"reducers", reducers.mine}});
+      const auto all = dist.allgather(nlohmann::ordered_json{{"batches", std::move(batches)},
+                                                             {"records", records},
+                                                             {"reducers", reducers.mine},
+                                                             {"float32", report.float32_keys}});
       std::vector<MetricsJson> per_rank;
       std::vector<nlohmann::json> reducer_values;
+      auto float32_keys = report.float32_keys;  // float32 on every rank: numpy averages them in float32
       records = 0;  // the workload's records across all ranks
       for (const auto& r : all) {
         records += r.at("records").template get<std::int64_t>();
         per_rank.push_back(r.at("batches"));
         reducer_values.push_back(nlohmann::json(r.at("reducers")));
+        const auto theirs = r.at("float32").template get<std::vector<std::string>>();
+        std::erase_if(float32_keys, [&](const std::string& k) {
+          return std::find(theirs.begin(), theirs.end(), k) == theirs.end();
+        });
       }
-      report = detail::average_training_across_ranks(per_rank, collector_.keys());
+      report = detail::average_training_across_ranks(per_rank, collector_.keys(), float32_keys);
       if (!reducers.active.empty()) detail::finish_reducers(reducers, reducer_values, report.avg_metrics);
     } else {
       detail::report_reducers(ctx_.reducers_, /*training=*/true, report.avg_metrics,

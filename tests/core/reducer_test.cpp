@@ -1,6 +1,7 @@
 #include "../prelude.hpp"
 #include "../support/external.hpp"
 
+#include <array>
 #include <fstream>
 #include <random>
 
@@ -86,6 +87,67 @@ TEST_CASE("Metrics: a bare loss tensor becomes {\"loss\": t}; numbers are allowe
   CHECK(n.at("acc").number() == doctest::Approx(0.75));
   CHECK(n.at("count").as_tensor().item<double>() == doctest::Approx(3.0));
   CHECK_THROWS(static_cast<void>(n.at("missing")));
+}
+
+TEST_CASE("the distributed training average is Determined's: np.mean across ranks per batch, then np.mean over batches") {
+  // Determined (_average_training_metrics): each batch's values from every rank as one numpy
+  // array (float32 for tensor metrics, float64 for Python floats), np.mean of it; then np.mean
+  // of those per-batch averages. Sums in the arrays' precision, so float64 arithmetic differs.
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(0.0f, 10.0f);
+  nlohmann::json cases = nlohmann::json::array();
+  std::vector<std::array<double, 4>> mine;  // loss avg, loss batch 0, lr avg, lr batch 0
+  for (const auto& [ranks, n] : std::vector<std::pair<int, int>>{{2, 1}, {2, 7}, {3, 130}, {8, 9}, {9, 100}, {16, 3}}) {
+    std::vector<dtl::MetricsJson> per_rank(static_cast<std::size_t>(ranks), dtl::MetricsJson::array());
+    nlohmann::json losses = nlohmann::json::array(), lrs = nlohmann::json::array();
+    for (int r = 0; r < ranks; ++r) {
+      nlohmann::json l = nlohmann::json::array(), g = nlohmann::json::array();
+      for (int b = 0; b < n; ++b) {
+        const float loss = u(rng);
+        const double lr = static_cast<double>(u(rng)) / 3.0;
+        per_rank[static_cast<std::size_t>(r)].push_back({{"loss", static_cast<double>(loss)}, {"lr", lr}});
+        l.push_back(static_cast<double>(loss));
+        g.push_back(lr);
+      }
+      losses.push_back(l);
+      lrs.push_back(g);
+    }
+    const auto rep = dtl::detail::average_training_across_ranks(per_rank, {"loss", "lr"}, {"loss"});
+    const auto& first = rep.batch_metrics[0];
+    mine.push_back({rep.avg_metrics["loss"].get<double>(), first["loss"].get<double>(),
+                    rep.avg_metrics["lr"].get<double>(), first["lr"].get<double>()});
+    CHECK(static_cast<double>(static_cast<float>(mine.back()[0])) == mine.back()[0]);  // a float32 value
+    cases.push_back({{"loss", losses}, {"lr", lrs}});
+  }
+  if (auto why = test_support::python_torch_missing()) {
+    MESSAGE("skipped the comparison with numpy: " << *why);
+    return;
+  }
+  namespace fs = std::filesystem;
+  const auto file = fs::temp_directory_path() / ("dtl_np_dist_mean_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(file) << cases.dump();
+  const auto r = test_support::run_command(
+      test_support::shell_quote(test_support::python()) + " -c " +
+      test_support::shell_quote(
+          "import json, sys, numpy as np\n"
+          "def avg(ranks, f32):\n"
+          "    per_batch = []\n"
+          "    for b in range(len(ranks[0])):\n"
+          "        a = np.array([np.array(r[b], dtype=np.float32) if f32 else r[b] for r in ranks])\n"
+          "        m = np.mean(a[a != None])\n"
+          "        per_batch.append(np.array(m) if f32 else m)\n"
+          "    return [float(np.mean(per_batch)), float(per_batch[0])]\n"
+          "cases = json.load(open(sys.argv[1]))\n"
+          "print(json.dumps([avg(c['loss'], True) + avg(c['lr'], False) for c in cases]))") +
+      " " + test_support::shell_quote(file.string()));
+  fs::remove(file);
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  const auto numpy = nlohmann::json::parse(r.output);
+  REQUIRE(numpy.size() == mine.size());
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    INFO("case " << i);
+    for (std::size_t k = 0; k < 4; ++k) CHECK(mine[i][k] == numpy[i][k].get<double>());
+  }
 }
 
 TEST_CASE("the training average is numpy's mean bit for bit: float32 metrics in float32, Python floats in float64") {
