@@ -9,6 +9,8 @@
 //   distributed_bench [rounds=3] [batches=40]
 #include <dtl/trainer.hpp>
 
+#include "table_row.hpp"
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <spawn.h>
@@ -276,5 +278,15 @@ int main(int argc, char** argv) {
             << fmt(median(wait_off), 2) << " ms without\n";
   if (have_torchrun)
     std::cout << "median torchrun 1 rank / alone: " << fmt(median(torchrun_ratio)) << " (target <= 1.02)\n";
+  const double sp = median(speedup);
+  const double per_slot = static_cast<double>(per_slot_batch());
+  bench::table_row("Data parallel throughput, 2 ranks vs 1 (Gloo over loopback, the machine's 2 cores)",
+                   bench::fmt(2.0 * per_slot / (median(step2) / 1e3), "examples/s", 0),
+                   bench::fmt(per_slot / (median(step1) / 1e3), "examples/s", 0), sp, {">= 1.6", sp >= 1.6});
+  bench::table_row("Two independent single processes side by side vs one (the machine's ceiling for 2 ranks)", "—",
+                   "—", median(ceiling));
+  if (have_torchrun)
+    bench::table_row("torchrun, 1 rank vs the same binary alone (wall time)", "—", "—", median(torchrun_ratio),
+                     {"<= 1.02", median(torchrun_ratio) <= 1.02});
   return 0;
 }

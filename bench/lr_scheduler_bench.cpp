@@ -6,6 +6,7 @@
 #include <dtl/lr_scheduler.hpp>
 
 #include "alloc_counter.hpp"
+#include "table_row.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -75,15 +76,24 @@ int main() {
                                                  std::vector<std::int64_t>{500});
          }},
     };
-    double worst = 0;
+    double worst = 0, worst_ratio = 0;
+    std::string worst_name;
     for (const auto& [name, make] : kinds) {
       auto opt = make_sgd(groups);
       auto s = make(opt);
       const auto r = measure(groups, steps, [&] { s->step(); });
-      worst = std::max(worst, r.ns_per_group_step);
+      if (r.ns_per_group_step > worst) {
+        worst = r.ns_per_group_step;
+        worst_ratio = r.ns_per_group_step / loop.ns_per_group_step;
+        worst_name = name;
+      }
       std::printf("%-28s %7d %14.1f %10.2f %12.2f\n", name.c_str(), groups, r.ns_per_group_step,
                   r.ns_per_group_step / loop.ns_per_group_step, r.allocs_per_step);
     }
     std::printf("worst with %d group(s): %.1f ns per step per group (target < 1000)\n\n", groups, worst);
+    bench::table_row("Slowest LR scheduler step (" + worst_name + ", " + std::to_string(groups) +
+                         " group(s)) vs a loop that scales each lr",
+                     bench::fmt(worst, "ns/group"), bench::fmt(loop.ns_per_group_step, "ns/group"), worst_ratio,
+                     {"< 1000 ns/group", worst < 1000});
   }
 }

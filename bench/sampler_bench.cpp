@@ -8,6 +8,7 @@
 #include <dtl/samplers/pipeline.hpp>
 
 #include "alloc_counter.hpp"
+#include "table_row.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -96,7 +97,7 @@ result run_by_hand(const chain& c) {
   return {std::chrono::duration<double>(clock_type::now() - t0).count(), h, count};
 }
 
-void throughput(const char* name, const chain& c) {
+void throughput(const char* name, const chain& c, bool row = false) {
   result best_pipe{1e9, 0, 0};
   result best_hand{1e9, 0, 0};
   for (int rep = 0; rep < 5; ++rep) {  // interleaved, best of 5, so both see the same machine state
@@ -111,6 +112,9 @@ void throughput(const char* name, const chain& c) {
               1e-6 / (per_pipe * 1e-9), per_hand, per_pipe / per_hand,
               best_pipe.hash == best_hand.hash && best_pipe.indices == best_hand.indices ? "same indices"
                                                                                          : "INDICES DIFFER");
+  if (row)
+    bench::table_row(std::string("Sampler pipeline vs hand-written index loop, ") + name,
+                     bench::fmt(per_pipe, "ns/index"), bench::fmt(per_hand, "ns/index"), per_pipe / per_hand);
 }
 
 void allocations_per_batch() {
@@ -161,14 +165,17 @@ void resume() {
   std::printf("  restore(state) + first batch: %8.3f ms (best of 5)\n", best_restore * 1e3);
   std::printf("  skip(1e7) + first batch:      %8.3f ms  (%s batch)\n", skip_seconds * 1e3,
               first_after_skip == first_after_restore ? "same" : "DIFFERENT");
+  bench::table_row("Sampler resume at batch 1e7: restore(state) vs skip(1e7), 1e5 items shuffled",
+                   bench::fmt(best_restore * 1e3, "ms", 3), bench::fmt(skip_seconds * 1e3, "ms", 3),
+                   best_restore / skip_seconds);
 }
 
 }  // namespace
 
 int main() {
   std::printf("sampler_bench: training chain sequential(n) | shuffle(s) | batch(b) | repeat() | shard(r, w) | skip(k)\n");
-  throughput("n=1e5 b=32 w=1 shuffled, 2e5 batches", {100000, 32, 0, 1, 10, true, 200000});
-  throughput("n=1e5 b=32 rank 3 of w=8 shuffled, 2e4 batches", {100000, 32, 3, 8, 10, true, 20000});
+  throughput("n=1e5 b=32 w=1 shuffled, 2e5 batches", {100000, 32, 0, 1, 10, true, 200000}, true);
+  throughput("n=1e5 b=32 rank 3 of w=8 shuffled, 2e4 batches", {100000, 32, 3, 8, 10, true, 20000}, true);
   throughput("n=1e5 b=32 w=1 shuffle(s, false), 2e5 batches", {100000, 32, 0, 1, 10, false, 200000});
   throughput("n=1e5 b=8 rank 3 of w=8 shuffle off, 2e5 batches", {100000, 8, 3, 8, 10, false, 200000});
   allocations_per_batch();

@@ -1,7 +1,9 @@
 // Trainer overhead: the same model, data, order and optimizer trained by dtl's Trainer and by a
 // hand-written LibTorch loop, alternating in one run on 1 intra-op thread. Reports the median
 // per-batch time of each and their ratio (target: dtl within 2% of the hand-written loop).
-// Rounds interleave the two and alternate which runs first.
+// Rounds interleave the two and alternate which runs first. With --python=bench/python_loop.py,
+// every round also runs the same hand-written loop in Python (python3-torch, the same LibTorch),
+// as a child process under the same CPU affinity and environment.
 // Second table: the cost of reporting. The tiny MLP under dtl returning 5 metrics (reported every
 // 100 batches: metrics.jsonl, TensorBoard per-batch scalars, console) vs returning none, in the
 // same interleaved way (target: < 1%).
@@ -10,11 +12,16 @@
 // checkpoint, which a hand-written loop does not do at all.
 #include <dtl/trainer.hpp>
 
+#include "table_row.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace {
@@ -131,6 +138,18 @@ double hand_per_batch(const Shape& s, const dtl::TensorDataset<2>& data, std::in
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / static_cast<double>(batches);
 }
 
+/// The same loop in Python: one child process, which times itself after a warm-up.
+double python_per_batch(const std::string& script, const Shape& s, std::int64_t batches) {
+  const std::string cmd = "/usr/bin/python3 " + script + " " + std::to_string(s.in) + " " + std::to_string(s.hidden) +
+                          " " + std::to_string(s.out) + " " + std::to_string(s.batch) + " " + std::to_string(batches);
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) throw std::runtime_error("cannot run " + cmd);
+  double us = 0;
+  const int got = std::fscanf(p, "%lf", &us);
+  if (::pclose(p) != 0 || got != 1) throw std::runtime_error("failed: " + cmd);
+  return us;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -140,17 +159,24 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   at::set_num_threads(1);
-  const int rounds = argc > 1 ? std::atoi(argv[1]) : 7;
+  int rounds = 7;
+  std::string python;  // --python=SCRIPT: also time the loop in Python
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--python=", 0) == 0) python = a.substr(9);
+    else rounds = std::atoi(a.c_str());
+  }
   std::cout << at::get_parallel_info();
   const Shape shapes[] = {{"tiny MLP 32-32-2, batch 32", 32, 32, 2, 32},
                           {"MLP 784-256-10, batch 64", 784, 256, 10, 64}};
   std::printf("%-30s %12s %12s %8s\n", "model", "hand us/b", "dtl us/b", "ratio");
+  std::vector<std::function<void()>> rows;  // the table rows, printed after the human-readable part
   for (const auto& s : shapes) {
     const std::int64_t batches = s.in == 32 ? 4000 : 1000;
     auto data = make_data(s, s.batch * 100);
     hand_per_batch(s, data, batches / 4);  // warm-up
     dtl_per_batch(s, data, batches / 4);
-    std::vector<double> hand, mine;
+    std::vector<double> hand, mine, py;
     for (int r = 0; r < rounds; ++r) {  // interleaved, and who goes first alternates: drift hits both
       if (r % 2 == 0) {
         hand.push_back(hand_per_batch(s, data, batches));
@@ -159,9 +185,22 @@ int main(int argc, char** argv) {
         mine.push_back(dtl_per_batch(s, data, batches));
         hand.push_back(hand_per_batch(s, data, batches));
       }
+      if (!python.empty()) py.push_back(python_per_batch(python, s, batches));
     }
     const double h = median(hand), d = median(mine);
     std::printf("%-30s %12.2f %12.2f %8.3f\n", s.name, h, d, d / h);
+    rows.push_back([=] {
+      bench::table_row(std::string("Trainer vs hand-written LibTorch loop, ") + s.name, bench::fmt(d, "µs/batch"),
+                       bench::fmt(h, "µs/batch"), d / h, {"<= 1.02", d / h <= 1.02});
+    });
+    if (!py.empty()) {
+      const double p = median(py);
+      std::printf("%-30s %12s %12.2f %8.3f   (the same loop in Python: %.2f us/batch)\n", "", "python", d, d / p, p);
+      rows.push_back([=] {
+        bench::table_row(std::string("Trainer vs the same loop in Python (python3-torch), ") + s.name,
+                         bench::fmt(d, "µs/batch"), bench::fmt(p, "µs/batch"), d / p, {"< 1", d / p < 1});
+      });
+    }
   }
 
   const Shape& tiny = shapes[0];
@@ -179,4 +218,8 @@ int main(int argc, char** argv) {
   std::printf("\n%-30s %12s %12s %8s\n", "reporting (tiny MLP)", "0 metrics", "5 metrics", "ratio");
   std::printf("%-30s %12.2f %12.2f %8.3f\n", "every 100 batches, us/batch", median(none), median(five),
               median(five) / median(none));
+  for (const auto& row : rows) row();
+  const double five_over_none = median(five) / median(none);
+  bench::table_row("5 metrics reported vs none (tiny MLP, every 100 batches)", bench::fmt(median(five), "µs/batch"),
+                   bench::fmt(median(none), "µs/batch"), five_over_none, {"< 1.01", five_over_none < 1.01});
 }

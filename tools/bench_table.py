@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Runs every benchmark in build-bench/bench and writes one Markdown table into docs/benchmarks.md.
+
+Each benchmark measures its baseline in the same run and prints its headline rows as lines that
+start with "ROW |" (bench/table_row.hpp); this collects them in order, adds the compile-time cost
+of `#include <dtl/trainer.hpp>` over `<torch/torch.h>` alone (measured here, interleaved), and
+writes the table, the machine and its load between the markers in docs/benchmarks.md. The whole
+output of every benchmark goes to build-bench/bench.log.
+
+    tools/bench_table.py [--quick] [--no-write] [--only NAME ...]
+"""
+import argparse
+import datetime
+import os
+import platform
+import re
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build-bench"
+DOC = ROOT / "docs" / "benchmarks.md"
+BEGIN = "<!-- bench-table:begin (written by scripts/bench.sh; do not edit by hand) -->"
+END = "<!-- bench-table:end -->"
+
+# The same allocator settings for every contender: glibc's heap layout alone moves a GEMM step by
+# +-30% on this VM (shared/reference/performance-notes.md).
+BENCH_ENV = {
+    "OMP_NUM_THREADS": "1",
+    "GLIBC_TUNABLES": "glibc.malloc.trim_threshold=2000000000:glibc.malloc.mmap_threshold=1000000000:"
+    "glibc.malloc.top_pad=67108864",
+}
+
+# name, arguments (full, quick), pinned to one core?
+BENCHES = [
+    ("trainer_overhead", (["9", "--python=bench/python_loop.py"], ["3", "--python=bench/python_loop.py"]), True),
+    ("loader_bench", (["9"], ["3"]), False),
+    ("sampler_bench", ([], []), True),
+    ("checkpoint_bench", (["--rounds=7"], ["--rounds=3"]), True),
+    ("lr_scheduler_bench", ([], []), True),
+    ("amp_bench", (["7", "40"], ["3", "20"]), True),
+    ("distributed_bench", (["3", "40"], ["1", "20"]), False),
+]
+
+COMPILE_FLAGS = ["-std=c++20", "-O2", "-D_GLIBCXX_USE_CXX11_ABI=1", "-DUSE_DISTRIBUTED", "-DUSE_C10D_GLOO",
+                 "-I" + str(ROOT / "include"), "-isystem", "/usr/include/torch/csrc/api/include", "-c", "-o",
+                 os.devnull]
+
+
+def machine():
+    cpu = "unknown CPU"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    mem = 0
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal"):
+            mem = int(line.split()[1]) / 1024 / 1024
+    gxx = subprocess.run(["g++-12", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    blas = "?"
+    for cand in Path("/etc/alternatives").glob("libblas.so.3*"):
+        blas = os.path.realpath(cand)
+        break
+    return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB; {platform.platform()}; {gxx}; BLAS {blas}"
+
+
+def load():
+    return "%.2f %.2f %.2f" % os.getloadavg()
+
+
+def compile_seconds(source):
+    """CPU seconds (user + system) of one g++ run: less sensitive to a shared machine than wall time."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(["g++-12", *COMPILE_FLAGS, str(source)], check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def compile_time_row(rounds, log):
+    work = BUILD / "compile-time"
+    work.mkdir(parents=True, exist_ok=True)
+    torch_only = work / "torch_only.cpp"
+    trainer = work / "trainer.cpp"
+    torch_only.write_text("#include <torch/torch.h>\nint main() {}\n")
+    trainer.write_text("#include <dtl/trainer.hpp>\nint main() {}\n")
+    a, b = [], []
+    for r in range(rounds):  # interleaved, who goes first alternates
+        pair = [(torch_only, a), (trainer, b)]
+        for src, out in pair if r % 2 == 0 else reversed(pair):
+            out.append(compile_seconds(src))
+    med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
+    ta, tb = med(a), med(b)
+    log.write(f"== compile time, {rounds} rounds: torch.h {a} s, trainer.hpp {b} s\n")
+    ratio = tb / ta
+    return (f"| Compile an empty `main` at -O2: `#include <dtl/trainer.hpp>` vs `<torch/torch.h>` alone (CPU s) "
+            f"| {tb:.1f} s | {ta:.1f} s | {ratio:.3f} | < 1.15 | {'yes' if ratio < 1.15 else '**no**'} |")
+
+
+def run_bench(name, args, pinned, log):
+    exe = BUILD / "bench" / name
+    cmd = ([ "taskset", "-c", "1"] if pinned and os.cpu_count() > 1 else []) + [str(exe), *args]
+    env = dict(os.environ, **BENCH_ENV)
+    log.write(f"== {' '.join(cmd)}\n")
+    log.flush()
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    log.write(proc.stdout)
+    log.write(proc.stderr)
+    log.write(f"== {name}: exit {proc.returncode}, {time.monotonic() - t0:.0f} s\n")
+    log.flush()
+    sys.stdout.write(proc.stdout)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr)
+        raise SystemExit(f"{name} failed with exit status {proc.returncode}; see {BUILD / 'bench.log'}")
+    return [line[len("ROW "):] for line in proc.stdout.splitlines() if line.startswith("ROW |")]
+
+
+def write_doc(block):
+    text = DOC.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{DOC} has no {BEGIN} ... {END} markers")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    DOC.write_text(head + BEGIN + "\n" + block + END + tail)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run; not for the docs)")
+    ap.add_argument("--no-write", action="store_true", help="print the table, leave docs/ alone")
+    ap.add_argument("--only", nargs="*", help="benchmarks to run (names as in build-bench/bench)")
+    opts = ap.parse_args()
+
+    started = datetime.datetime.now(datetime.timezone.utc)
+    load_before = load()
+    rows = []
+    with open(BUILD / "bench.log", "w") as log:
+        for name, (full, quick), pinned in BENCHES:
+            if opts.only and name not in opts.only:
+                continue
+            print(f"== {name}", flush=True)
+            rows += run_bench(name, quick if opts.quick else full, pinned, log)
+        if not opts.only or "compile_time" in opts.only:
+            print("== compile time", flush=True)
+            rows.append(compile_time_row(1 if opts.quick else 3, log))
+    load_after = load()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip() or "?"
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.strip()
+    minutes = (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds() / 60
+    block = "\n".join([
+        f"Measured {started:%Y-%m-%d %H:%M} UTC on commit `{commit}`{' (with local changes)' if dirty else ''}"
+        f"{' — a --quick run, fewer rounds' if opts.quick else ''}, in {minutes:.0f} min.",
+        f"Machine: {machine()}.",
+        f"Load average (1, 5, 15 min) before: {load_before}; after: {load_after}.",
+        "Benchmarks pinned to one core where marked in tools/bench_table.py; 1 intra-op thread; the same glibc "
+        "malloc tunables for every contender.",
+        "",
+        "| benchmark | dtl | baseline | ratio | target | met |",
+        "| --- | --- | --- | --- | --- | --- |",
+        *rows,
+        "",
+    ])
+    print()
+    print(block)
+    if not opts.no_write and not opts.quick and not opts.only:
+        write_doc(block)
+        print(f"written into {DOC.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
