@@ -23,9 +23,15 @@ class RunDirLock {
  public:
   explicit RunDirLock(const std::filesystem::path& run_dir) : path_(run_dir / ".dtl.lock") {
     fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0)
+    if (fd_ < 0) {
+      const int err = errno;
       throw ConfigError("dtl: cannot use run directory " + run_dir.string() + ": cannot create " + path_.string() +
-                        ": " + std::strerror(errno) + " (is it on a read-only file system?)");
+                        ": " + std::strerror(err) +
+                        (err == EROFS || err == EACCES || err == EPERM
+                             ? ". A run writes its metrics and checkpoints there: pass a writable --run-dir (a "
+                               "checkpoint on a read-only file system can still be resumed with --resume DIR)"
+                             : ""));
+    }
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
       std::string holder;
