@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian packages dtl needs to build, test and run its examples. Idempotent: it only
+# Installs the Debian packages dtl needs to build, test (with --tests) and run its examples. Idempotent: it only
 # asks apt for what `dpkg` does not already report as installed. As root it runs apt-get itself;
 # otherwise it prints the command to run and fails, so nothing half-installed is built on.
 set -euo pipefail
@@ -15,6 +15,11 @@ packages=(
   mkdocs                                  # the docs site (scripts/docs.sh)
   cmake zlib1g-dev                        # the CMake consumer test; zlib's crc32 checks checkpoints
 )
+# --tests: what only the test suite needs besides. A headless browser opens metrics.html at
+# 1200x900 and checks its screenshot as a person would look (tests/tools/plot_metrics_test.sh).
+if [ "${1:-}" = --tests ]; then
+  packages+=(chromium-headless-shell)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

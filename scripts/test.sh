@@ -4,7 +4,7 @@
 # example runs). Exit status 0 only if nothing failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh || exit 1
+bash scripts/setup.sh --tests || exit 1
 if [ ! -f build/build.ninja ]; then
   meson setup build -Dtests=true -Dexamples=true >/dev/null || exit 1
 fi
