@@ -13,7 +13,6 @@ import argparse
 import datetime
 import os
 import platform
-import re
 import resource
 import subprocess
 import sys

@@ -763,7 +763,7 @@ class Trainer {
   void checkpoint_complete() {
     const auto [uuid, batch] = *pending_checkpoint_;
     pending_checkpoint_.reset();
-    summary_.latest_checkpoint = {(ctx_.run_dir() / "checkpoints" / uuid).string(), batch};
+    summary_.latest_checkpoint = {checkpointer().checkpoint_dir(uuid).string(), batch};
     if (summary_.best && summary_.best->second == batch) summary_.best_checkpoint = summary_.latest_checkpoint;
     reporter_->note("checkpoint " + uuid + " at batch " + std::to_string(batch));
     for (auto& [name, cb] : callbacks_) cb->on_checkpoint_upload_end(uuid);

@@ -89,6 +89,24 @@ TEST_CASE("Metrics: a bare loss tensor becomes {\"loss\": t}; numbers are allowe
   CHECK_THROWS(static_cast<void>(n.at("missing")));
 }
 
+namespace {
+
+/// What `script` (Python with numpy; `sys.argv[1]` names a JSON file holding `cases`) prints as
+/// JSON: the reference values the numpy-exact averaging tests compare with.
+nlohmann::json numpy_reference(const nlohmann::json& cases, const std::string& script) {
+  namespace fs = std::filesystem;
+  const auto file = fs::temp_directory_path() / ("dtl_numpy_cases_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(file) << cases.dump();
+  const auto r = test_support::run_command(test_support::shell_quote(test_support::python()) + " -c " +
+                                           test_support::shell_quote(script) + " " +
+                                           test_support::shell_quote(file.string()));
+  fs::remove(file);
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  return nlohmann::json::parse(r.output);
+}
+
+}  // namespace
+
 TEST_CASE("the distributed training average is Determined's: np.mean across ranks per batch, then np.mean over batches") {
   // Determined (_average_training_metrics): each batch's values from every rank as one numpy
   // array (float32 for tensor metrics, float64 for Python floats), np.mean of it; then np.mean
@@ -123,26 +141,17 @@ TEST_CASE("the distributed training average is Determined's: np.mean across rank
     MESSAGE("skipped the comparison with numpy: " << *why);
     return;
   }
-  namespace fs = std::filesystem;
-  const auto file = fs::temp_directory_path() / ("dtl_np_dist_mean_" + std::to_string(::getpid()) + ".json");
-  std::ofstream(file) << cases.dump();
-  const auto r = test_support::run_command(
-      test_support::shell_quote(test_support::python()) + " -c " +
-      test_support::shell_quote(
-          "import json, sys, numpy as np\n"
-          "def avg(ranks, f32):\n"
-          "    per_batch = []\n"
-          "    for b in range(len(ranks[0])):\n"
-          "        a = np.array([np.array(r[b], dtype=np.float32) if f32 else r[b] for r in ranks])\n"
-          "        m = np.mean(a[a != None])\n"
-          "        per_batch.append(np.array(m) if f32 else m)\n"
-          "    return [float(np.mean(per_batch)), float(per_batch[0])]\n"
-          "cases = json.load(open(sys.argv[1]))\n"
-          "print(json.dumps([avg(c['loss'], True) + avg(c['lr'], False) for c in cases]))") +
-      " " + test_support::shell_quote(file.string()));
-  fs::remove(file);
-  REQUIRE_MESSAGE(r.status == 0, r.output);
-  const auto numpy = nlohmann::json::parse(r.output);
+  const auto numpy = numpy_reference(cases,
+                                     "import json, sys, numpy as np\n"
+                                     "def avg(ranks, f32):\n"
+                                     "    per_batch = []\n"
+                                     "    for b in range(len(ranks[0])):\n"
+                                     "        a = np.array([np.array(r[b], dtype=np.float32) if f32 else r[b] for r in ranks])\n"
+                                     "        m = np.mean(a[a != None])\n"
+                                     "        per_batch.append(np.array(m) if f32 else m)\n"
+                                     "    return [float(np.mean(per_batch)), float(per_batch[0])]\n"
+                                     "cases = json.load(open(sys.argv[1]))\n"
+                                     "print(json.dumps([avg(c['loss'], True) + avg(c['lr'], False) for c in cases]))");
   REQUIRE(numpy.size() == mine.size());
   for (std::size_t i = 0; i < mine.size(); ++i) {
     INFO("case " << i);
@@ -177,19 +186,12 @@ TEST_CASE("the training average is numpy's mean bit for bit: float32 metrics in 
     MESSAGE("skipped the comparison with numpy: " << *why);
     return;
   }
-  namespace fs = std::filesystem;
-  const auto file = fs::temp_directory_path() / ("dtl_np_mean_" + std::to_string(::getpid()) + ".json");
-  std::ofstream(file) << cases.dump();
-  const auto r = test_support::run_command(
-      test_support::shell_quote(test_support::python()) + " -c " +
-      test_support::shell_quote("import json, sys, numpy as np\n"
-                                "cases = json.load(open(sys.argv[1]))\n"
-                                "print(json.dumps([[float(np.mean([np.array(v, dtype=np.float32) for v in c['loss']])),"
-                                " float(np.mean(c['lr']))] for c in cases]))") +
-      " " + test_support::shell_quote(file.string()));
-  fs::remove(file);
-  REQUIRE_MESSAGE(r.status == 0, r.output);
-  const auto numpy = nlohmann::json::parse(r.output);
+  const auto numpy = numpy_reference(
+      cases,
+      "import json, sys, numpy as np\n"
+      "cases = json.load(open(sys.argv[1]))\n"
+      "print(json.dumps([[float(np.mean([np.array(v, dtype=np.float32) for v in c['loss']])),"
+      " float(np.mean(c['lr']))] for c in cases]))");
   REQUIRE(numpy.size() == mine.size());
   for (std::size_t i = 0; i < mine.size(); ++i) {
     INFO("case " << i);

@@ -81,6 +81,16 @@ F real(const char* name) {
 
 }  // namespace
 
+// open()'s third argument, which it has only when it may create a file: `mode`.
+#define DTL_FAULT_MODE_ARG(flags)          \
+  mode_t mode = 0;                         \
+  if ((flags) & (O_CREAT | O_TMPFILE)) {   \
+    va_list ap;                            \
+    va_start(ap, flags);                   \
+    mode = va_arg(ap, mode_t);             \
+    va_end(ap);                            \
+  }
+
 extern "C" {
 
 ssize_t write(int fd, const void* buf, size_t n) {
@@ -104,37 +114,19 @@ ssize_t pwrite64(int fd, const void* buf, size_t n, off64_t off) {
 }
 
 int open(const char* path, int flags, ...) {
-  mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = va_arg(ap, mode_t);
-    va_end(ap);
-  }
+  DTL_FAULT_MODE_ARG(flags);
   if (create_fails(path, writes(flags))) return -1;
   return real<int (*)(const char*, int, ...)>("open")(path, flags, mode);
 }
 
 int open64(const char* path, int flags, ...) {
-  mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = va_arg(ap, mode_t);
-    va_end(ap);
-  }
+  DTL_FAULT_MODE_ARG(flags);
   if (create_fails(path, writes(flags))) return -1;
   return real<int (*)(const char*, int, ...)>("open64")(path, flags, mode);
 }
 
 int openat(int dirfd, const char* path, int flags, ...) {
-  mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = va_arg(ap, mode_t);
-    va_end(ap);
-  }
+  DTL_FAULT_MODE_ARG(flags);
   if (create_fails(path, writes(flags))) return -1;
   return real<int (*)(int, const char*, int, ...)>("openat")(dirfd, path, flags, mode);
 }

@@ -30,8 +30,6 @@ class BackgroundWriter {
     in_flight_ = std::async(std::launch::async, std::move(job));
   }
 
-  [[nodiscard]] bool in_flight() const { return in_flight_.valid(); }
-
   /// Waits for the write in flight and returns its result, or rethrows its failure; nullopt when
   /// nothing was in flight.
   std::optional<Result> wait() {

@@ -180,6 +180,9 @@ class Checkpointer {
     return removed;
   }
 
+  /// Where the checkpoint `uuid` of this storage lives (complete once its write has finished).
+  [[nodiscard]] std::filesystem::path checkpoint_dir(const std::string& uuid) const { return storage_ / uuid; }
+
   /// Whether this storage has a complete checkpoint that `latest` points to.
   [[nodiscard]] bool has_latest() const { return std::filesystem::exists(storage_ / "latest"); }
 
@@ -198,7 +201,7 @@ class Checkpointer {
                         storage_.string() + ")");
     auto uuid = read_file(pointer);
     while (!uuid.empty() && (uuid.back() == '\n' || uuid.back() == ' ')) uuid.pop_back();
-    return storage_ / uuid;
+    return checkpoint_dir(uuid);
   }
 
   /// Writes a checkpoint now: snapshot() then write().
@@ -212,7 +215,7 @@ class Checkpointer {
   CheckpointSnapshot snapshot(const TrialStateRefs& trial, const CheckpointState& st, const Callbacks& callbacks = {}) {
     CheckpointSnapshot snap;
     snap.target.uuid = new_uuid4();
-    snap.target.dir = storage_ / snap.target.uuid;
+    snap.target.dir = checkpoint_dir(snap.target.uuid);
 
     // state_dict.pth in Determined's layout, as Python's torch.save writes it (weights_only-safe).
     c10::impl::GenericList models(c10::AnyType::get());
