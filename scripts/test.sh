@@ -54,6 +54,8 @@ fi
 echo "== examples"
 run=$(mktemp -d)
 check onevar_analytic bash -c "build/examples/onevar --run-dir '$run/onevar' --max-length batches=100 | grep -q 'w = 0.18143'"
+# The same example built against libdtl (DTL_COMPILED_LIB) trains to the same numbers.
+check onevar_compiled_lib bash -c "build/examples/onevar_compiled --run-dir '$run/onevar_c' --max-length batches=100 | grep -q 'w = 0.18143' && diff <(sed 's/\"seconds\":[0-9.e-]*//' '$run/onevar_c/metrics.jsonl') <(sed 's/\"seconds\":[0-9.e-]*//' '$run/onevar/metrics.jsonl')"
 # Validation every 50 of 100 batches: workloads end at 50 and 100, each reporting training metrics.
 check onevar_metrics_jsonl bash -c "test \$(grep -c '\"type\":\"training\"' '$run/onevar/metrics.jsonl') -eq 2 && test \$(grep -c '\"type\":\"validation\",\"steps_completed\":100' '$run/onevar/metrics.jsonl') -eq 1"
 check onevar_bad_flag bash -c "build/examples/onevar --max-lenght batches=1 2>&1 | grep -q \"did you mean '--max-length'\"; test \${PIPESTATUS[0]} -eq 2"

@@ -71,32 +71,40 @@ def load():
     return "%.2f %.2f %.2f" % os.getloadavg()
 
 
-def compile_seconds(source):
+def compile_seconds(source, extra=()):
     """CPU seconds (user + system) of one g++ run: less sensitive to a shared machine than wall time."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(["g++-12", *COMPILE_FLAGS, str(source)], check=True)
+    subprocess.run(["g++-12", *COMPILE_FLAGS, *extra, str(source)], check=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def compile_time_row(rounds, log):
+def compile_time_rows(rounds, log):
+    """An empty main with <torch/torch.h> alone, with <dtl/trainer.hpp> header-only, and with it
+    against libdtl (DTL_COMPILED_LIB: the headers declare, src/dtl.cpp defines), interleaved, the
+    order rotating each round."""
     work = BUILD / "compile-time"
     work.mkdir(parents=True, exist_ok=True)
     torch_only = work / "torch_only.cpp"
     trainer = work / "trainer.cpp"
     torch_only.write_text("#include <torch/torch.h>\nint main() {}\n")
     trainer.write_text("#include <dtl/trainer.hpp>\nint main() {}\n")
-    a, b = [], []
-    for r in range(rounds):  # interleaved, who goes first alternates
-        pair = [(torch_only, a), (trainer, b)]
-        for src, out in pair if r % 2 == 0 else reversed(pair):
-            out.append(compile_seconds(src))
+    contenders = [(torch_only, ()), (trainer, ()), (trainer, ("-DDTL_COMPILED_LIB",))]
+    times = [[] for _ in contenders]
+    for r in range(rounds):
+        for k in range(len(contenders)):
+            i = (k + r) % len(contenders)
+            times[i].append(compile_seconds(*contenders[i]))
     med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
-    ta, tb = med(a), med(b)
-    log.write(f"== compile time, {rounds} rounds: torch.h {a} s, trainer.hpp {b} s\n")
-    ratio = tb / ta
-    return (f"| Compile an empty `main` at -O2: `#include <dtl/trainer.hpp>` vs `<torch/torch.h>` alone (CPU s) "
-            f"| {tb:.1f} s | {ta:.1f} s | {ratio:.3f} | < 1.15 | {'yes' if ratio < 1.15 else '**no**'} |")
+    base, header, compiled = (med(t) for t in times)
+    log.write(f"== compile time, {rounds} rounds: torch.h {times[0]} s, trainer.hpp {times[1]} s, "
+              f"trainer.hpp with DTL_COMPILED_LIB {times[2]} s\n")
+    rows = []
+    for what, t in (("header-only", header), ("with libdtl (`DTL_COMPILED_LIB`)", compiled)):
+        ratio = t / base
+        rows.append(f"| Compile an empty `main` at -O2: `#include <dtl/trainer.hpp>` {what} vs `<torch/torch.h>` "
+                    f"alone (CPU s) | {t:.1f} s | {base:.1f} s | {ratio:.3f} | < 1.15 | {'yes' if ratio < 1.15 else '**no**'} |")
+    return rows
 
 
 def run_bench(name, args, pinned, log):
@@ -145,7 +153,7 @@ def main():
             rows += run_bench(name, quick if opts.quick else full, pinned, log)
         if not opts.only or "compile_time" in opts.only:
             print("== compile time", flush=True)
-            rows.append(compile_time_row(1 if opts.quick else 3, log))
+            rows += compile_time_rows(1 if opts.quick else 5, log)
     load_after = load()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip() or "?"

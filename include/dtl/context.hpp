@@ -13,6 +13,7 @@
 #include <dtl/config/experiment_config.hpp>
 #include <dtl/config/hparams.hpp>
 #include <dtl/data/batch.hpp>
+#include <dtl/detail/compiled_lib.hpp>
 #include <dtl/detail/run_dir_lock.hpp>
 #include <dtl/distributed/data_parallel.hpp>
 #include <dtl/distributed/distributed_context.hpp>
@@ -94,11 +95,7 @@ struct ContextSetup {
 /// The trial's view of the harness (Determined's `det.pytorch.PyTorchTrialContext`).
 class PyTorchTrialContext {
  public:
-  explicit PyTorchTrialContext(detail::ContextSetup setup) : s_(std::move(setup)) {
-    if (s_.aggregation_frequency < 1)
-      throw ConfigError("dtl: aggregation_frequency must be >= 1 (got " + std::to_string(s_.aggregation_frequency) +
-                        ")");
-  }
+  DTL_INLINE explicit PyTorchTrialContext(detail::ContextSetup setup);
   PyTorchTrialContext(const PyTorchTrialContext&) = delete;
   PyTorchTrialContext& operator=(const PyTorchTrialContext&) = delete;
 
@@ -177,17 +174,8 @@ class PyTorchTrialContext {
   ///   ctx.backward(scaler_->scale(loss));
   ///   ctx.step_optimizer(opt_, scaler_);
   ///   scaler_->update();
-  std::shared_ptr<GradScaler> wrap_scaler(GradScaler scaler) {
-    return wrap_scaler(std::make_shared<GradScaler>(std::move(scaler)));
-  }
-  std::shared_ptr<GradScaler> wrap_scaler(std::shared_ptr<GradScaler> scaler) {
-    if (!scaler) throw InvalidExperimentException("dtl: wrap_scaler: the scaler is null");
-    if (scaler_) throw InvalidExperimentException("dtl: wrap_scaler: a scaler is already wrapped; wrap one");
-    if (apex_)
-      throw InvalidExperimentException("dtl: wrap_scaler cannot be combined with configure_apex_amp: use one of them");
-    scaler_ = scaler;
-    return scaler;
-  }
+  DTL_INLINE std::shared_ptr<GradScaler> wrap_scaler(GradScaler scaler);
+  DTL_INLINE std::shared_ptr<GradScaler> wrap_scaler(std::shared_ptr<GradScaler> scaler);
 
   /// Determined's `configure_apex_amp(models, optimizers, ...)`, mapped onto native mixed
   /// precision (apex is deprecated upstream): O0 = float32; O1/O2 = an autocast region around
@@ -196,47 +184,26 @@ class PyTorchTrialContext {
   /// must be wrapped already and are returned unchanged (float32 weights in every level), so:
   ///   ctx.configure_apex_amp({a_, b_}, {opt1_, opt2_}, {.num_losses = 2});
   ///   ... ctx.backward(loss_a, 0); ctx.backward(loss_b, 1);
-  void configure_apex_amp(std::initializer_list<detail::ModuleRef> models,
-                          std::initializer_list<std::shared_ptr<torch::optim::Optimizer>> optimizers,
-                          const ApexAmpOptions& options = {}) {
-    if (apex_) throw InvalidExperimentException("dtl: configure_apex_amp: already configured; call it once");
-    if (scaler_)
-      throw InvalidExperimentException("dtl: configure_apex_amp cannot be combined with wrap_scaler: use one of them");
-    if (optimizers.size() == 0)
-      throw InvalidExperimentException("dtl: configure_apex_amp: optimizers are required for training");
-    for (const auto& m : models)
-      if (std::find(models_.begin(), models_.end(), m.ptr) == models_.end())
-        throw InvalidExperimentException("dtl: configure_apex_amp: a model was not wrapped; call wrap_model first");
-    std::vector<std::shared_ptr<torch::optim::Optimizer>> opts;
-    for (const auto& o : optimizers) {
-      find_optimizer(o.get());  // must be wrapped
-      opts.push_back(o);
-    }
-    if (s_.distributed.size > 1 && options.num_losses != 1)
-      throw InvalidExperimentException("dtl: configure_apex_amp: distributed training supports num_losses = 1 only "
-                                       "(as Determined)");
-    apex_ = std::make_unique<detail::ApexAmp>(options, opts, s_.device.type());
-    static bool warned = false;  // once per process
-    if (options.verbosity > 0 && s_.distributed.rank == 0 && options.enabled && !std::exchange(warned, true))
-      std::cerr << "dtl: configure_apex_amp: NVIDIA Apex is deprecated upstream; opt_level " << options.opt_level
-                << " runs as native " << (apex_->autocast_enabled() ? "autocast" : "float32")
-                << (apex_->scaling() ? " + GradScaler per loss" : "") << " (see docs/porting.md)\n";
-  }
+  DTL_INLINE void configure_apex_amp(std::initializer_list<detail::ModuleRef> models,
+                                     std::initializer_list<std::shared_ptr<torch::optim::Optimizer>> optimizers,
+                                     const ApexAmpOptions& options = {});
 
   /// Anything else is a compile error that says what to do: a scheduler that steps on a metric
   /// (ReduceLROnPlateau) cannot be stepped by the Trainer.
   template <class S>
   requires(!LRSchedulerLike<detail::pointee_t<std::remove_cvref_t<S>>>) void wrap_lr_scheduler(S&&, StepMode,
-                                                                                                 std::int64_t = 1) {
+                                                                                               std::int64_t = 1) {
     using T = detail::pointee_t<std::remove_cvref_t<S>>;
-    static_assert(!requires(T& t) { t.step(1.0); },
-                  "dtl: wrap_lr_scheduler: this scheduler steps on a metric (ReduceLROnPlateau), which the Trainer "
-                  "does not have after a batch; to step it after every validation, return "
-                  "std::make_shared<dtl::callbacks::ReduceLROnPlateauEveryValidation>(optimizer, \"validation_loss\") "
-                  "from build_callbacks() (dtl/callbacks.hpp); or call step(metric) yourself");
-    static_assert(requires(T& t) { t.step(1.0); },
-                  "dtl: wrap_lr_scheduler takes a scheduler with step(): a dtl::lr scheduler, torch::optim::StepLR, "
-                  "or your own type, by value or std::shared_ptr");
+    static_assert(
+        !requires(T & t) { t.step(1.0); },
+        "dtl: wrap_lr_scheduler: this scheduler steps on a metric (ReduceLROnPlateau), which the Trainer "
+        "does not have after a batch; to step it after every validation, return "
+        "std::make_shared<dtl::callbacks::ReduceLROnPlateauEveryValidation>(optimizer, \"validation_loss\") "
+        "from build_callbacks() (dtl/callbacks.hpp); or call step(metric) yourself");
+    static_assert(
+        requires(T & t) { t.step(1.0); },
+        "dtl: wrap_lr_scheduler takes a scheduler with step(): a dtl::lr scheduler, torch::optim::StepLR, "
+        "or your own type, by value or std::shared_ptr");
   }
 
   /// Registers a custom reducer (Determined's `wrap_reducer`) and returns it, to be fed with
@@ -262,32 +229,18 @@ class PyTorchTrialContext {
   ///   ctx.set_profiler({.wait = 1, .warmup = 1, .active = 2, .repeat = 1});
   void set_profiler(ProfilerSchedule schedule) { profiler_.emplace(std::move(schedule), s_.run_dir / "profiler"); }
   /// The traces the profiler has written so far (empty without set_profiler).
-  [[nodiscard]] std::vector<std::filesystem::path> profiler_traces() const {
-    return profiler_ ? profiler_->traces() : std::vector<std::filesystem::path>{};
-  }
+  [[nodiscard]] DTL_INLINE std::vector<std::filesystem::path> profiler_traces() const;
 
   // ---- the optimization step ---------------------------------------------------------------
 
   /// `loss.backward(...)`, as Determined's `context.backward`.
-  void backward(const torch::Tensor& loss, const torch::Tensor& gradient = {},
-                std::optional<bool> retain_graph = std::nullopt, bool create_graph = false) {
-    const auto retain = retain_graph ? c10::optional<bool>(*retain_graph) : c10::nullopt;
-    if (apex_) [[unlikely]]
-      apex_->backward(loss, std::nullopt, gradient, retain, create_graph);
-    else
-      loss.backward(gradient, retain, create_graph);
-  }
+  DTL_INLINE void backward(const torch::Tensor& loss, const torch::Tensor& gradient = {},
+                           std::optional<bool> retain_graph = std::nullopt, bool create_graph = false);
   /// Under configure_apex_amp with num_losses > 1: backward on loss number `loss_idx` (apex's
   /// `loss_id`), scaled by that loss's own scaler. Without the index, the i-th backward call of
   /// a batch is loss i.
-  void backward(const torch::Tensor& loss, std::int64_t loss_idx, const torch::Tensor& gradient = {},
-                std::optional<bool> retain_graph = std::nullopt, bool create_graph = false) {
-    const auto retain = retain_graph ? c10::optional<bool>(*retain_graph) : c10::nullopt;
-    if (!apex_)
-      throw InvalidExperimentException("dtl: backward(loss, loss_idx): a loss index needs configure_apex_amp(..., "
-                                       "{.num_losses = N}) first");
-    apex_->backward(loss, loss_idx, gradient, retain, create_graph);
-  }
+  DTL_INLINE void backward(const torch::Tensor& loss, std::int64_t loss_idx, const torch::Tensor& gradient = {},
+                           std::optional<bool> retain_graph = std::nullopt, bool create_graph = false);
 
   /// Steps `optimizer` on batches where gradients are due (every `aggregation_frequency`-th
   /// batch), first averaging the aggregated gradients and applying `clip_grads(params)`; then
@@ -350,21 +303,12 @@ class PyTorchTrialContext {
   }
   [[nodiscard]] const nlohmann::json& get_hparams() const noexcept { return s_.hparams; }
   /// The experiment config as given (null when there is none), like Determined's dict.
-  [[nodiscard]] const nlohmann::json& get_experiment_config() const noexcept {
-    static const nlohmann::json none = nullptr;
-    return s_.config ? s_.config->raw : none;
-  }
+  [[nodiscard]] DTL_INLINE const nlohmann::json& get_experiment_config() const noexcept;
   /// The parsed experiment config, when one was given.
   [[nodiscard]] const std::optional<ExperimentConfig>& experiment_config() const noexcept { return s_.config; }
 
   /// `global_batch_size / slots`, as Determined (the hparam `global_batch_size` must be set).
-  [[nodiscard]] std::int64_t get_per_slot_batch_size() const {
-    auto gbs = get_hparam<std::int64_t>("global_batch_size");
-    if (gbs < s_.distributed.size)
-      throw ConfigError("dtl: global_batch_size (" + std::to_string(gbs) + ") is smaller than the number of slots (" +
-                        std::to_string(s_.distributed.size) + ")");
-    return gbs / s_.distributed.size;
-  }
+  [[nodiscard]] DTL_INLINE std::int64_t get_per_slot_batch_size() const;
   [[nodiscard]] std::int64_t get_global_batch_size() const { return get_per_slot_batch_size() * s_.distributed.size; }
 
   [[nodiscard]] std::uint64_t get_trial_seed() const noexcept { return s_.trial_seed; }
@@ -377,22 +321,10 @@ class PyTorchTrialContext {
 
   // ---- where training stands ---------------------------------------------------------------
 
-  [[nodiscard]] std::int64_t current_train_batch() const {
-    require_training("current_train_batch");
-    return batch_idx_;
-  }
-  [[nodiscard]] std::int64_t current_train_epoch() const {
-    require_training("current_train_epoch");
-    return batch_idx_ / epoch_len_;
-  }
-  [[nodiscard]] bool is_epoch_start() const {
-    require_training("is_epoch_start");
-    return batch_idx_ % epoch_len_ == 0;
-  }
-  [[nodiscard]] bool is_epoch_end() const {
-    require_training("is_epoch_end");
-    return batch_idx_ % epoch_len_ == epoch_len_ - 1;
-  }
+  [[nodiscard]] DTL_INLINE std::int64_t current_train_batch() const;
+  [[nodiscard]] DTL_INLINE std::int64_t current_train_epoch() const;
+  [[nodiscard]] DTL_INLINE bool is_epoch_start() const;
+  [[nodiscard]] DTL_INLINE bool is_epoch_end() const;
   /// Ask the Trainer to stop at the next workload boundary (after checkpointing).
   void set_stop_requested(bool stop) noexcept { stop_requested_ = stop; }
   [[nodiscard]] bool get_stop_requested() const noexcept { return stop_requested_; }
@@ -401,31 +333,9 @@ class PyTorchTrialContext {
 
   /// What a checkpoint saves and restores of this trial — models, optimizers, LR schedulers,
   /// hyperparameters, config and seed — lent to checkpoint storage, which knows no contexts.
-  [[nodiscard]] detail::TrialStateRefs checkpoint_state() const {
-    detail::TrialStateRefs r;
-    r.models = models_;
-    for (const auto& e : optimizers_) r.optimizers.push_back(e.optimizer);
-    for (const auto& e : lr_schedulers_) r.lr_schedulers.push_back({e.scheduler.get(), e.save, e.load});
-    r.hparams = s_.hparams;
-    r.experiment_config = get_experiment_config();
-    r.trial_seed = s_.trial_seed;
-    r.load_data_notes = resume_notes_;
-    if (scaler_)  // Determined's key for wrap_scaler's state
-      r.extra.push_back({"scaler_state_dict", scaler_.get(),
-                         [](const void* o) { return static_cast<const GradScaler*>(o)->state_dict(); },
-                         [](void* o, const nlohmann::json& j) { static_cast<GradScaler*>(o)->load_state_dict(j); }});
-    if (apex_)  // and for apex's amp.state_dict()
-      r.extra.push_back({"amp_state", apex_.get(),
-                         [](const void* o) { return static_cast<const detail::ApexAmp*>(o)->state_dict(); },
-                         [](void* o, const nlohmann::json& j) { static_cast<detail::ApexAmp*>(o)->load_state_dict(j); }});
-    return r;
-  }
+  [[nodiscard]] DTL_INLINE detail::TrialStateRefs checkpoint_state() const;
   /// The wrapped optimizers, in wrap order (Determined's `context.optimizers`).
-  [[nodiscard]] std::vector<std::shared_ptr<torch::optim::Optimizer>> optimizers() const {
-    std::vector<std::shared_ptr<torch::optim::Optimizer>> out;
-    for (const auto& e : optimizers_) out.push_back(e.optimizer);
-    return out;
-  }
+  [[nodiscard]] DTL_INLINE std::vector<std::shared_ptr<torch::optim::Optimizer>> optimizers() const;
 
   /// Where TensorBoard event files go: `<run_dir>/tensorboard` (Determined's
   /// `get_tensorboard_path()`).
@@ -437,10 +347,7 @@ class PyTorchTrialContext {
   /// `InitOptions.enable_tensorboard_logging` sets it too). get_tensorboard_writer() still works.
   void set_enable_tensorboard_logging(bool enabled) noexcept { s_.enable_tensorboard_logging = enabled; }
   [[nodiscard]] bool get_enable_tensorboard_logging() const noexcept { return s_.enable_tensorboard_logging; }
-  [[nodiscard]] SummaryWriter& get_tensorboard_writer() {
-    if (!tensorboard_) tensorboard_.emplace(get_tensorboard_path());
-    return *tensorboard_;
-  }
+  [[nodiscard]] DTL_INLINE SummaryWriter& get_tensorboard_writer();
 
  private:
   template <class Trial>
@@ -486,71 +393,23 @@ class PyTorchTrialContext {
 
   [[nodiscard]] bool is_update_batch() const noexcept { return (batch_idx_ + 1) % s_.aggregation_frequency == 0; }
 
-  OptimizerEntry& find_optimizer(const torch::optim::Optimizer* opt) {
-    for (auto& e : optimizers_)
-      if (e.optimizer.get() == opt) return e;
-    throw InvalidExperimentException("dtl: step_optimizer: this optimizer was not registered with wrap_optimizer");
-  }
+  DTL_INLINE OptimizerEntry& find_optimizer(const torch::optim::Optimizer* opt);
 
-  void require_training(const char* what) const {
-    if (epoch_len_ == 0)
-      throw InternalException(std::string("dtl: context.") + what + "() is only meaningful during training");
-  }
+  DTL_INLINE void require_training(const char* what) const;
 
   /// Determined's LR auto-stepping after train_batch (semantics §2.5).
-  void step_lr_schedulers(std::int64_t b) {
-    if (lr_schedulers_.empty() || !is_update_batch()) return;
-    const auto a = s_.aggregation_frequency;
-    for (auto& e : lr_schedulers_) {
-      switch (e.mode) {
-        case StepMode::every_batch:
-          for (auto i = b - a + 1; i <= b; ++i)
-            if ((i + 1) % e.frequency == 0) e.step(e.scheduler.get());
-          break;
-        case StepMode::every_optimizer_step:  // counts batches, as Determined's code does
-          if ((b + 1) % e.frequency == 0) e.step(e.scheduler.get());
-          break;
-        case StepMode::every_epoch:
-          for (auto ep = b / epoch_len_; ep < (b + a) / epoch_len_; ++ep)
-            if ((ep + 1) % e.frequency == 0) e.step(e.scheduler.get());
-          break;
-        case StepMode::manual:
-          break;
-      }
-    }
-  }
+  DTL_INLINE void step_lr_schedulers(std::int64_t b);
 
   /// Parameters then buffers, in the module's order (what rank 0 broadcasts).
-  static std::vector<torch::Tensor> model_state_tensors(torch::nn::Module& m) {
-    std::vector<torch::Tensor> out;
-    for (const auto& p : m.parameters()) out.push_back(p);
-    for (const auto& b : m.buffers()) out.push_back(b);
-    return out;
-  }
+  DTL_INLINE static std::vector<torch::Tensor> model_state_tensors(torch::nn::Module& m);
 
   /// Before train_batch: where training stands, whether this batch's backward communicates
   /// (Determined's no_sync on aggregation batches), and DDP's buffer broadcast.
-  void begin_train_batch(std::int64_t batch_idx) {
-    batch_idx_ = batch_idx;
-    if (model_syncs_.empty()) [[likely]]
-      return;
-    const bool update = is_update_batch();
-    for (auto& m : model_syncs_) {
-      m.gradients->set_enabled(update);
-      if (m.options.broadcast_buffers && !m.buffers.empty()) detail::broadcast_tensors(s_.distributed, m.buffers);
-    }
-  }
+  DTL_INLINE void begin_train_batch(std::int64_t batch_idx);
   /// After a checkpoint load: every rank continues from rank 0's weights (DDP's invariant).
-  void broadcast_model_state() {
-    if (!s_.distributed.connected()) return;
-    for (const auto& m : models_) detail::broadcast_tensors(s_.distributed, model_state_tensors(*m));
-  }
+  DTL_INLINE void broadcast_model_state();
   /// Time the gradient all-reduces kept backward waiting since the last call.
-  std::chrono::nanoseconds take_gradient_wait_time() {
-    std::chrono::nanoseconds t{};
-    for (auto& m : model_syncs_) t += m.gradients->take_wait_time();
-    return t;
-  }
+  DTL_INLINE std::chrono::nanoseconds take_gradient_wait_time();
 
   struct ModelSync {
     DataParallelOptions options;
@@ -576,5 +435,9 @@ class PyTorchTrialContext {
 };
 
 }  // namespace dtl
+
+#ifndef DTL_COMPILED_LIB
+#include <dtl/context-inl.hpp>
+#endif
 
 #endif  // DTL_CONTEXT_HPP

@@ -9,6 +9,7 @@
 #include <dtl/config/experiment_config.hpp>
 #include <dtl/config/hparams.hpp>
 #include <dtl/context.hpp>
+#include <dtl/detail/compiled_lib.hpp>
 #include <dtl/distributed/distributed_context.hpp>
 #include <dtl/distributed/options.hpp>
 #include <dtl/errors.hpp>
@@ -53,203 +54,50 @@ struct InitOptions {
 namespace detail {
 
 /// The signal (SIGINT/SIGTERM) that asked for a stop, 0 if none.
-inline std::atomic<int>& stop_signal_flag() {
-  static std::atomic<int> sig{0};
-  return sig;
-}
+DTL_INLINE std::atomic<int>& stop_signal_flag();
 inline bool stop_signal_received() noexcept { return stop_signal_flag().load(std::memory_order_relaxed) != 0; }
 
 /// Set by the Trainer when a signal stopped a run before its end (after the final checkpoint):
 /// the process then exits with 128 + signal, so a supervisor tells preemption from completion.
-inline std::atomic<int>& preempted_by_signal() {
-  static std::atomic<int> sig{0};
-  return sig;
-}
+DTL_INLINE std::atomic<int>& preempted_by_signal();
 
 /// A program built on `dtl::init(argc, argv)` ends every error the same way: an exception nobody
 /// caught (a corrupt checkpoint at resume, a full disk, a lost peer) prints one line `error: …`
 /// and exits with status 1 — 2 for a ConfigError (a usage or configuration mistake) — instead of
 /// std::terminate's abort and core dump.
-[[noreturn]] inline void terminate_with_error_line() noexcept {
-  int status = 1;
-  if (const auto e = std::current_exception()) {
-    try {
-      std::rethrow_exception(e);
-    } catch (const ConfigError& x) {
-      status = 2;
-      std::cerr << "error: " << x.what() << std::endl;
-    } catch (const std::exception& x) {
-      std::cerr << "error: " << x.what() << std::endl;
-    } catch (...) {
-      std::cerr << "error: an exception that is not a std::exception reached main" << std::endl;
-    }
-  } else {
-    std::cerr << "error: std::terminate called without an exception (a noexcept function threw, or a thread "
-                 "was destroyed while joinable)"
-              << std::endl;
-  }
-  std::cout.flush();
-  std::fflush(nullptr);
-  std::_Exit(status);
-}
+[[noreturn]] DTL_INLINE void terminate_with_error_line() noexcept;
 
 /// SIGINT / SIGTERM ask for a graceful stop: the Trainer checkpoints at the next workload
 /// boundary and returns. A second signal kills the process as usual.
 /// A run they stopped exits with status 128 + signal (130, 143) once main returns; a stop a
 /// callback requested still exits 0.
-inline void install_stop_signal_handlers() {
-  auto handler = +[](int sig) {
-    stop_signal_flag().store(sig);
-    std::signal(sig, SIG_DFL);
-  };
-  std::signal(SIGINT, handler);
-  std::signal(SIGTERM, handler);
-  static bool registered = false;
-  if (!std::exchange(registered, true))
-    std::atexit(+[] {
-      if (const int sig = preempted_by_signal().load()) {
-        std::cout.flush();
-        std::cerr.flush();
-        std::fflush(nullptr);
-        std::_Exit(128 + sig);
-      }
-    });
-}
+DTL_INLINE void install_stop_signal_handlers();
 
-inline std::filesystem::path default_run_dir() {
-  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  localtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-  return std::filesystem::path("runs") / buf;
-}
+DTL_INLINE std::filesystem::path default_run_dir();
 
 /// `--resume latest` without `--run-dir`: the newest run under runs/ that has a checkpoint, or
 /// none (a new run then starts from the beginning, with a warning).
-inline std::optional<std::filesystem::path> newest_run_with_checkpoint() {
-  std::optional<std::filesystem::path> best;
-  std::filesystem::file_time_type best_time{};
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("runs", ec)) {
-    const auto latest = entry.path() / "checkpoints" / "latest";
-    if (!std::filesystem::exists(latest, ec)) continue;
-    const auto t = std::filesystem::last_write_time(latest, ec);
-    if (!best || t > best_time) best = entry.path(), best_time = t;
-  }
-  return best;
-}
+DTL_INLINE std::optional<std::filesystem::path> newest_run_with_checkpoint();
 
-inline detail::ContextSetup make_setup(InitOptions opts, const CommandLine* cl) {
-  detail::ContextSetup s;
-  // Join the run first: the chief's seed and run directory are everyone's.
-  std::optional<DistributedOptions> dist = opts.distributed;
-  if (!dist) dist = distributed_options_from_environment();
-  if (dist) s.distributed = DistributedContext(*dist);
-  const bool chief = s.distributed.is_chief();
-  std::optional<std::filesystem::path> config_path = opts.config;
-  if (cl && cl->config) config_path = cl->config;
-  nlohmann::json hparams = opts.hparams.is_null() ? nlohmann::json::object() : opts.hparams;
-  std::optional<std::uint64_t> seed = opts.seed;
-  s.aggregation_frequency = opts.aggregation_frequency;
-  s.enable_tensorboard_logging = opts.enable_tensorboard_logging;
-  s.average_aggregated_gradients = opts.average_aggregated_gradients;
-  if (config_path) {
-    s.config = load_experiment_config(*config_path);
-    hparams = merge_hparams(std::move(hparams), s.config->hyperparameters());
-    if (auto es = s.config->experiment_seed()) seed = es;
-    if (s.config->raw.contains("optimizations")) s.aggregation_frequency = s.config->aggregation_frequency();
-  }
-  if (cl) {
-    if (cl->hparams_file) hparams = merge_hparams(std::move(hparams), load_hparams_file(*cl->hparams_file));
-    apply_overrides(hparams, cl->hparam_overrides);
-    if (cl->seed) seed = cl->seed;
-    s.overrides.max_length = cl->max_length;
-    s.overrides.test_mode = cl->test_mode;
-    s.overrides.resume = cl->resume;
-  }
-  s.hparams = std::move(hparams);
-  const bool random_seed = !seed;
-  if (!seed) seed = std::random_device{}() & 0x7fffffffu;
-  // Device: cuda:<local_rank> for one of several processes, cuda:0 for one, else the CPU (Determined's rule).
-  s.device = opts.device ? *opts.device
-             : torch::cuda::is_available()
-                 ? torch::Device(torch::kCUDA,
-                                 static_cast<c10::DeviceIndex>(s.distributed.size > 1 ? s.distributed.local_rank : 0))
-                 : torch::Device(torch::kCPU);
-
-  std::string error;  // the chief's ConfigError, shared so that every rank stops with it
-  if (chief) {
-    try {
-      if (cl && cl->run_dir)
-        s.run_dir = *cl->run_dir;
-      else if (opts.run_dir)
-        s.run_dir = *opts.run_dir;
-      else if (auto newest = cl && cl->resume == "latest" ? newest_run_with_checkpoint() : std::nullopt)
-        s.run_dir = *newest;
-      else
-        s.run_dir = default_run_dir();
-      std::error_code ec;
-      std::filesystem::create_directories(s.run_dir, ec);
-      if (ec) throw ConfigError("dtl: cannot create run directory " + s.run_dir.string() + ": " + ec.message());
-      if (opts.lock_run_dir) s.run_dir_lock = std::make_shared<RunDirLock>(s.run_dir);  // one run dir, one process
-    } catch (const ConfigError& e) {
-      error = e.what();
-    }
-  }
-  if (s.distributed.connected()) {
-    const auto shared =
-        s.distributed.broadcast(nlohmann::json{{"seed", *seed}, {"run_dir", s.run_dir.string()}, {"error", error}});
-    seed = shared.at("seed").get<std::uint64_t>();
-    s.run_dir = shared.at("run_dir").get<std::string>();
-    error = shared.at("error").get<std::string>();
-  }
-  if (!error.empty()) throw ConfigError(error);
-  if (random_seed && chief)
-    std::cerr << "dtl: trial seed " << *seed << " (pass --seed " << *seed << " to repeat this run)\n";
-  s.trial_seed = *seed;
-  return s;
-}
+DTL_INLINE detail::ContextSetup make_setup(InitOptions opts, const CommandLine* cl);
 
 }  // namespace detail
 
 /// Builds the context from code alone (tests, embedding): errors are thrown as ConfigError.
 ///   auto ctx = dtl::init({.hparams = {{"lr", 0.1}, {"global_batch_size", 64}}, .seed = 1});
-[[nodiscard]] inline PyTorchTrialContext init(InitOptions opts = {}) {
-  auto setup = detail::make_setup(std::move(opts), nullptr);
-  torch::manual_seed(setup.trial_seed);
-  return PyTorchTrialContext(std::move(setup));
-}
+[[nodiscard]] DTL_INLINE PyTorchTrialContext init(InitOptions opts = {});
 
 /// Builds the context for a program: parses the standard dtl command line (`--help` lists it).
 /// A bad command line, config or hyperparameter file is one error line and exit status 2,
 /// before any work starts. SIGINT/SIGTERM then stop training gracefully at the next boundary.
 ///   int main(int argc, char** argv) { auto ctx = dtl::init(argc, argv, {.hparams = defaults}); ... }
-[[nodiscard]] inline PyTorchTrialContext init(int argc, const char* const* argv, InitOptions opts = {}) {
-  std::optional<detail::ContextSetup> setup;
-  try {
-    auto cl = parse_command_line(argc, argv);
-    if (cl.help) {
-      std::cout << CommandLine::usage(argc > 0 ? argv[0] : "");
-      std::exit(0);
-    }
-    setup.emplace(detail::make_setup(std::move(opts), &cl));
-  } catch (const ConfigError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    std::exit(2);
-  } catch (const DistributedError& e) {  // could not join the run: a peer missing, a port taken
-    std::cerr << "error: " << e.what() << "\n";
-    std::exit(1);
-  }
-  detail::install_stop_signal_handlers();
-  std::set_terminate(&detail::terminate_with_error_line);
-  torch::manual_seed(setup->trial_seed);
-  return PyTorchTrialContext(std::move(*setup));
-}
-[[nodiscard]] inline PyTorchTrialContext init(int argc, char** argv, InitOptions opts = {}) {
-  return init(argc, const_cast<const char* const*>(argv), std::move(opts));
-}
+[[nodiscard]] DTL_INLINE PyTorchTrialContext init(int argc, const char* const* argv, InitOptions opts = {});
+[[nodiscard]] DTL_INLINE PyTorchTrialContext init(int argc, char** argv, InitOptions opts = {});
 
 }  // namespace dtl
+
+#ifndef DTL_COMPILED_LIB
+#include <dtl/init-inl.hpp>
+#endif
 
 #endif  // DTL_INIT_HPP

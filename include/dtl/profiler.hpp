@@ -10,6 +10,7 @@
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
 
+#include <dtl/detail/compiled_lib.hpp>
 #include <dtl/errors.hpp>
 
 #include <unistd.h>
@@ -42,52 +43,18 @@ namespace detail {
 /// What the schedule says about the k-th train_batch of this process (counted from 0).
 enum class ProfilerAction { none, warmup, record, record_and_save };
 
-inline ProfilerAction profiler_action(const ProfilerSchedule& s, std::int64_t k) {
-  if (k < s.skip_first) return ProfilerAction::none;
-  const std::int64_t j = k - s.skip_first, cycle = s.wait + s.warmup + s.active;
-  if (s.repeat > 0 && j / cycle >= s.repeat) return ProfilerAction::none;
-  const std::int64_t pos = j % cycle;
-  if (pos < s.wait) return ProfilerAction::none;
-  if (pos < s.wait + s.warmup) return ProfilerAction::warmup;
-  return pos == cycle - 1 ? ProfilerAction::record_and_save : ProfilerAction::record;
-}
+DTL_INLINE ProfilerAction profiler_action(const ProfilerSchedule& s, std::int64_t k);
 
 /// Runs the schedule around train_batch calls: `before_batch()` starts or keeps the profiler on,
 /// `after_batch()` ends an active window and writes its trace. Warmup runs the profiler into a
 /// discarded stream, as torch's warmup discards its results.
 class ScheduledProfiler {
  public:
-  ScheduledProfiler(ProfilerSchedule schedule, std::filesystem::path default_dir) : s_(std::move(schedule)) {
-    if (s_.wait < 0 || s_.warmup < 0 || s_.active < 1 || s_.repeat < 0 || s_.skip_first < 0)
-      throw InvalidExperimentException(
-          "dtl: set_profiler: the schedule needs wait, warmup, repeat, skip_first >= 0 and active >= 1");
-    if (s_.trace_dir.empty()) s_.trace_dir = std::move(default_dir);
-  }
+  DTL_INLINE ScheduledProfiler(ProfilerSchedule schedule, std::filesystem::path default_dir);
 
-  void before_batch() {
-    const auto a = profiler_action(s_, k_);
-    if (a == ProfilerAction::warmup && !warmup_) {
-      warmup_.emplace();
-      guard_ = std::make_unique<torch::autograd::profiler::RecordProfile>(*warmup_);
-    } else if ((a == ProfilerAction::record || a == ProfilerAction::record_and_save) && !file_) {
-      guard_.reset();  // ends a warmup
-      warmup_.reset();
-      std::filesystem::create_directories(s_.trace_dir);
-      const auto path =
-          s_.trace_dir / ("dtl." + std::to_string(::getpid()) + ".batch" + std::to_string(k_) + ".pt.trace.json");
-      file_ = path;
-      guard_ = std::make_unique<torch::autograd::profiler::RecordProfile>(path.string());
-    }
-  }
+  DTL_INLINE void before_batch();
 
-  void after_batch() {
-    if (profiler_action(s_, k_) == ProfilerAction::record_and_save) {
-      guard_.reset();  // RecordProfile writes the trace when destroyed
-      traces_.push_back(*file_);
-      file_.reset();
-    }
-    ++k_;
-  }
+  DTL_INLINE void after_batch();
 
   /// Whether this batch runs under the profiler (then train_batch gets a named scope in the trace).
   [[nodiscard]] bool active() const noexcept { return guard_ != nullptr; }
@@ -105,5 +72,9 @@ class ScheduledProfiler {
 
 }  // namespace detail
 }  // namespace dtl
+
+#ifndef DTL_COMPILED_LIB
+#include <dtl/profiler-inl.hpp>
+#endif
 
 #endif  // DTL_PROFILER_HPP

@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include <dtl/detail/compiled_lib.hpp>
 #include <dtl/detail/numpy_mean.hpp>
 #include <dtl/metrics.hpp>
 #include <nlohmann/json.hpp>
@@ -36,19 +37,10 @@ using MetricsJson = nlohmann::ordered_json;
 namespace detail {
 
 /// Nested arrays of `sizes`, read from contiguous doubles (no tensor op per element).
-inline nlohmann::ordered_json doubles_to_json(const double*& p, c10::IntArrayRef sizes) {
-  if (sizes.empty()) return *p++;
-  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-  for (std::int64_t i = 0; i < sizes[0]; ++i) arr.push_back(doubles_to_json(p, sizes.slice(1)));
-  return arr;
-}
+DTL_INLINE nlohmann::ordered_json doubles_to_json(const double*& p, c10::IntArrayRef sizes);
 
 /// A tensor as a number (0-d) or nested arrays, with one conversion to host doubles.
-inline nlohmann::ordered_json tensor_to_json(const torch::Tensor& t) {
-  const auto c = t.detach().to(torch::kCPU, torch::kDouble).contiguous();
-  const double* p = c.data_ptr<double>();
-  return doubles_to_json(p, c.sizes());
-}
+DTL_INLINE nlohmann::ordered_json tensor_to_json(const torch::Tensor& t);
 
 /// One rank's reduced value of one metric and how many batches it saw.
 struct SlotValue {
@@ -58,119 +50,25 @@ struct SlotValue {
 
 /// Determined's per-slot reduction: np.average / sum / max / min over the stacked batch values,
 /// with no axis, so a vector metric collapses to a scalar (as Determined does).
-inline double reduce_per_slot(Reducer r, const torch::Tensor& stacked) {
-  auto x = stacked.to(torch::kDouble);
-  switch (r) {
-    case Reducer::avg:
-      return x.mean().item<double>();
-    case Reducer::sum:
-      return x.sum().item<double>();
-    case Reducer::max:
-      return x.max().item<double>();
-    case Reducer::min:
-      return x.min().item<double>();
-  }
-  throw std::invalid_argument("dtl: unknown Reducer value");
-}
+DTL_INLINE double reduce_per_slot(Reducer r, const torch::Tensor& stacked);
 
 /// Determined's cross-slot reduction: ranks with no batches are dropped; AVG is weighted by each
 /// rank's batch count (so it equals the mean over all batches); SUM/MAX/MIN combine rank results.
-inline double reduce_cross_slot(Reducer r, std::span<const SlotValue> slots) {
-  double acc = 0.0;
-  std::int64_t total = 0;
-  bool first = true;
-  for (const auto& s : slots) {
-    if (s.num_batches == 0) continue;
-    switch (r) {
-      case Reducer::avg:
-        acc += s.value * static_cast<double>(s.num_batches);
-        break;
-      case Reducer::sum:
-        acc += s.value;
-        break;
-      case Reducer::max:
-        acc = first ? s.value : std::max(acc, s.value);
-        break;
-      case Reducer::min:
-        acc = first ? s.value : std::min(acc, s.value);
-        break;
-    }
-    total += s.num_batches;
-    first = false;
-  }
-  if (total == 0) throw std::runtime_error("dtl: no rank has any batch to reduce");
-  return r == Reducer::avg ? acc / static_cast<double>(total) : acc;
-}
+DTL_INLINE double reduce_cross_slot(Reducer r, std::span<const SlotValue> slots);
 
-inline void check_same_keys(const std::vector<std::string>& keys, const Metrics& m, const char* phase) {
-  bool same = keys.size() == m.size();
-  std::size_t i = 0;
-  for (auto it = m.begin(); same && it != m.end(); ++it, ++i) same = it->first == keys[i];
-  if (!same) {
-    std::string got;
-    for (const auto& [k, v] : m) got += (got.empty() ? "" : ", ") + k;
-    std::string want;
-    for (const auto& k : keys) want += (want.empty() ? "" : ", ") + k;
-    throw std::invalid_argument(std::string("dtl: ") + phase +
-                                " metrics must have the same names in every batch: the first batch returned {" + want +
-                                "}, a later one {" + got + "}");
-  }
-}
+DTL_INLINE void check_same_keys(const std::vector<std::string>& keys, const Metrics& m, const char* phase);
 
 /// Collects one workload's (or one validation's) per-batch metrics. Keeps detached tensors on
 /// their device; capacity is kept across workloads, so steady state allocates nothing here.
 /// A 0-d CPU float or double tensor's value, read in place (item() costs a dispatcher call).
-inline bool cpu_scalar_value(const torch::Tensor& t, double& out) {
-  if (t.dim() != 0 || !t.device().is_cpu()) return false;
-  switch (t.scalar_type()) {
-    case torch::kFloat:
-      out = *t.data_ptr<float>();
-      return true;
-    case torch::kDouble:
-      out = *t.data_ptr<double>();
-      return true;
-    default:
-      return false;
-  }
-}
+DTL_INLINE bool cpu_scalar_value(const torch::Tensor& t, double& out);
 
 class MetricCollector {
  public:
-  void clear() {
-    for (auto& c : columns_) c.clear();
-    batches_ = 0;
-  }
-  void add(const Metrics& m, const char* phase) {
-    if (batches_ == 0 && keys_.empty()) {
-      keys_.reserve(m.size());
-      for (const auto& [k, v] : m) keys_.push_back(k);
-      columns_.resize(keys_.size());
-    } else {
-      check_same_keys(keys_, m, phase);
-    }
-    std::size_t i = 0;
-    for (const auto& [k, v] : m) {
-      // A number, or a scalar tensor on the CPU (whose value is already computed: CPU ops are
-      // synchronous), is kept as a double: no tensor per batch, no detach (~300 ns each). Other
-      // tensors stay on their device — no sync — detached when they require grad, so the
-      // workload does not keep every batch's graph alive.
-      double x = 0.0;
-      if (!v.is_tensor())
-        columns_[i].push_back({{}, v.number()});
-      else if (cpu_scalar_value(v.tensor(), x))
-        columns_[i].push_back({{}, x, v.tensor().scalar_type() == torch::kFloat});
-      else
-        columns_[i].push_back({v.tensor().requires_grad() ? v.tensor().detach() : v.tensor(), 0.0});
-      ++i;
-    }
-    ++batches_;
-  }
+  DTL_INLINE void clear();
+  DTL_INLINE void add(const Metrics& m, const char* phase);
   /// Forget the metric names too (a new fit, or names that may legitimately change).
-  void reset_keys() {
-    keys_.clear();
-    columns_.clear();
-    batches_ = 0;
-  }
+  DTL_INLINE void reset_keys();
   [[nodiscard]] std::int64_t batches() const noexcept { return batches_; }
   [[nodiscard]] const std::vector<std::string>& keys() const noexcept { return keys_; }
   /// One batch's value: a tensor, or (`tensor` undefined) a plain number.
@@ -185,23 +83,7 @@ class MetricCollector {
   [[nodiscard]] const std::vector<Entry>& column(std::size_t i) const { return columns_[i]; }
 
   /// Stacks a column; an undefined tensor means the values had different shapes (not averageable).
-  [[nodiscard]] torch::Tensor stacked(std::size_t i) const {
-    const auto& col = columns_[i];
-    bool numbers = true;
-    for (const auto& e : col) numbers = numbers && !e.tensor.defined();
-    if (numbers) {
-      std::vector<double> v;
-      v.reserve(col.size());
-      for (const auto& e : col) v.push_back(e.number);
-      return torch::tensor(v, torch::kDouble);
-    }
-    std::vector<torch::Tensor> ts;
-    ts.reserve(col.size());
-    for (const auto& e : col) ts.push_back(e.as_tensor());
-    for (const auto& t : ts)
-      if (t.sizes() != ts.front().sizes()) return {};
-    return torch::stack(ts).to(torch::kDouble);
-  }
+  [[nodiscard]] DTL_INLINE torch::Tensor stacked(std::size_t i) const;
 
  private:
   std::vector<std::string> keys_;
@@ -219,10 +101,8 @@ class BatchMetrics {
   explicit BatchMetrics(const detail::MetricCollector& c) : c_(&c) {}
   /// Values already built (the cross-rank averages of a distributed workload).
   explicit BatchMetrics(std::vector<MetricsJson> values) : c_(nullptr), json_(std::move(values)) {}
-  [[nodiscard]] const std::vector<MetricsJson>& get() const;
-  [[nodiscard]] std::size_t size() const noexcept {
-    return c_ ? static_cast<std::size_t>(c_->batches()) : json_->size();
-  }
+  [[nodiscard]] DTL_INLINE const std::vector<MetricsJson>& get() const;
+  [[nodiscard]] DTL_INLINE std::size_t size() const noexcept;
   [[nodiscard]] bool empty() const noexcept { return size() == 0; }
   const MetricsJson& operator[](std::size_t i) const { return get()[i]; }
   [[nodiscard]] auto begin() const { return get().begin(); }
@@ -248,214 +128,40 @@ namespace detail {
 
 /// A number, or a 0-d CPU float or double tensor's value, without a dispatcher call (item()
 /// costs ~1 us).
-inline bool read_cpu_scalar(const MetricCollector::Entry& e, double& out) {
-  if (!e.tensor.defined()) {
-    out = e.number;
-    return true;
-  }
-  return cpu_scalar_value(e.tensor, out);
-}
+DTL_INLINE bool read_cpu_scalar(const MetricCollector::Entry& e, double& out);
 
 }  // namespace detail
 
-inline const std::vector<MetricsJson>& BatchMetrics::get() const {
-  if (json_) return *json_;
-  const auto& c = *c_;
-  std::vector<MetricsJson> out(static_cast<std::size_t>(c.batches()), MetricsJson::object());
-  for (std::size_t i = 0; i < c.keys().size(); ++i) {
-    const auto& key = c.keys()[i];
-    auto stacked = c.stacked(i);
-    if (!stacked.defined()) {
-      for (std::size_t b = 0; b < out.size(); ++b) out[b][key] = detail::tensor_to_json(c.column(i)[b].as_tensor());
-      continue;
-    }
-    // One host copy of the whole column, then batch b's value is the b-th slice of it.
-    const auto host = stacked.to(torch::kCPU).contiguous();
-    const double* p = host.data_ptr<double>();
-    for (auto& batch : out) batch[key] = detail::doubles_to_json(p, host.sizes().slice(1));
-  }
-  json_ = std::move(out);
-  return *json_;
-}
-
 namespace detail {
 
-inline TrainingReport reduce_training(const MetricCollector& c) {
-  TrainingReport r{.batch_metrics = BatchMetrics(c)};
-  const auto n = static_cast<std::size_t>(c.batches());
-  for (std::size_t i = 0; i < c.keys().size(); ++i) {
-    const auto& key = c.keys()[i];
-    // Scalars on the CPU (the common case): read in place, no tensor op at all.
-    std::vector<double> values(n);
-    bool direct = true;
-    for (std::size_t b = 0; b < n && direct; ++b) direct = read_cpu_scalar(c.column(i)[b], values[b]);
-    if (direct) {
-      // Determined's np.mean, bit for bit: in float32 when every value is a float32 tensor, else
-      // in float64 (Python floats, doubles, integers).
-      bool f32 = n > 0;
-      for (std::size_t b = 0; b < n && f32; ++b) {
-        const auto& e = c.column(i)[b];
-        f32 = e.tensor.defined() ? e.tensor.scalar_type() == torch::kFloat : e.float32;
-      }
-      if (n == 0) {
-        r.avg_metrics[key] = 0.0;
-      } else if (f32) {
-        r.float32_keys.push_back(key);
-        std::vector<float> floats(values.begin(), values.end());
-        r.avg_metrics[key] = static_cast<double>(numpy_mean(std::span<const float>(floats)));
-      } else {
-        r.avg_metrics[key] = numpy_mean(std::span<const double>(values));
-      }
-      r.column_names.push_back(key);
-      r.columns.push_back(std::move(values));
-      continue;
-    }
-    auto stacked = c.stacked(i);
-    if (!stacked.defined()) {
-      r.avg_metrics[key] = nullptr;
-      continue;
-    }
-    r.avg_metrics[key] = tensor_to_json(stacked.mean(0));
-    if (stacked.dim() == 1) {  // scalars on a device: one transfer for the column
-      const auto host = stacked.to(torch::kCPU).contiguous();
-      r.column_names.push_back(key);
-      r.columns.emplace_back(host.data_ptr<double>(), host.data_ptr<double>() + n);
-    }
-  }
-  return r;
-}
+DTL_INLINE TrainingReport reduce_training(const MetricCollector& c);
 
 /// The element-wise mean of JSON values (numbers, or nested arrays of one shape), ignoring
 /// nulls as Determined's cross-rank average ignores None; null when nothing is averageable.
-inline MetricsJson mean_json(const std::vector<const MetricsJson*>& values) {
-  std::vector<const MetricsJson*> present;
-  for (const auto* v : values)
-    if (v && !v->is_null()) present.push_back(v);
-  if (present.empty()) return nullptr;
-  if (present.front()->is_number()) {
-    double sum = 0.0;
-    for (const auto* v : present) {
-      if (!v->is_number()) return nullptr;
-      sum += v->get<double>();
-    }
-    return sum / static_cast<double>(present.size());
-  }
-  if (!present.front()->is_array()) return nullptr;
-  const auto n = present.front()->size();
-  for (const auto* v : present)
-    if (!v->is_array() || v->size() != n) return nullptr;
-  MetricsJson out = MetricsJson::array();
-  for (std::size_t i = 0; i < n; ++i) {
-    std::vector<const MetricsJson*> column;
-    column.reserve(present.size());
-    for (const auto* v : present) column.push_back(&(*v)[i]);
-    auto m = mean_json(column);
-    if (m.is_null()) return nullptr;
-    out.push_back(std::move(m));
-  }
-  return out;
-}
+DTL_INLINE MetricsJson mean_json(const std::vector<const MetricsJson*>& values);
 
 /// np.mean of numbers, ignoring nulls, in numpy's precision for the array they make: float32 when
 /// every value was a float32 (`float32`), else float64. Anything but numbers: mean_json.
-inline MetricsJson numpy_mean_json(const std::vector<const MetricsJson*>& values, bool float32) {
-  std::vector<double> present;
-  for (const auto* v : values) {
-    if (!v || v->is_null()) continue;
-    if (!v->is_number()) return mean_json(values);
-    present.push_back(v->get<double>());
-  }
-  if (present.empty()) return nullptr;
-  if (float32) {
-    const std::vector<float> f(present.begin(), present.end());  // exact: each was a float32
-    return static_cast<double>(numpy_mean(std::span<const float>(f)));
-  }
-  return numpy_mean(std::span<const double>(present));
-}
+DTL_INLINE MetricsJson numpy_mean_json(const std::vector<const MetricsJson*>& values, bool float32);
 
 /// A distributed workload's training report (semantics §5.3): each batch's metrics averaged
 /// across ranks (`per_rank[r][b]` is rank r's batch b), then averaged over the batches, both
 /// with np.mean's arithmetic (float32 for the metrics in `float32_keys` on every rank).
 /// `keys` are the metric names in report order (every rank must return the same ones).
-inline TrainingReport average_training_across_ranks(const std::vector<MetricsJson>& per_rank,
-                                                    const std::vector<std::string>& keys,
-                                                    const std::vector<std::string>& float32_keys = {}) {
-  const auto is_f32 = [&](const std::string& key) {
-    return std::find(float32_keys.begin(), float32_keys.end(), key) != float32_keys.end();
-  };
-  const std::size_t batches = per_rank.empty() ? 0 : per_rank.front().size();
-  for (std::size_t r = 0; r < per_rank.size(); ++r)
-    if (per_rank[r].size() != batches)
-      throw std::runtime_error("dtl: rank " + std::to_string(r) + " trained " + std::to_string(per_rank[r].size()) +
-                               " batches in this workload, rank 0 " + std::to_string(batches) +
-                               ": the ranks are out of step");
-  std::vector<MetricsJson> averaged(batches, MetricsJson::object());
-  for (std::size_t b = 0; b < batches; ++b)
-    for (const auto& key : keys) {
-      std::vector<const MetricsJson*> values;
-      for (std::size_t r = 0; r < per_rank.size(); ++r) {
-        const auto& batch = per_rank[r][b];
-        const auto it = batch.find(key);
-        if (it == batch.end())
-          throw std::invalid_argument("dtl: training metrics must have the same names on every rank: rank " +
-                                      std::to_string(r) + " did not return '" + key + "'");
-        values.push_back(&*it);
-      }
-      averaged[b][key] = numpy_mean_json(values, is_f32(key));
-    }
-  TrainingReport r{.batch_metrics = BatchMetrics(std::vector<MetricsJson>{})};
-  for (const auto& key : keys) {
-    std::vector<const MetricsJson*> values;
-    std::vector<double> column;
-    bool scalar = true;
-    for (const auto& batch : averaged) {
-      const auto& v = batch.at(key);
-      values.push_back(&v);
-      scalar = scalar && v.is_number();
-      if (scalar) column.push_back(v.get<double>());
-    }
-    r.avg_metrics[key] = numpy_mean_json(values, is_f32(key));
-    if (is_f32(key)) r.float32_keys.push_back(key);
-    if (scalar) {
-      r.column_names.push_back(key);
-      r.columns.push_back(std::move(column));
-    }
-  }
-  r.batch_metrics = BatchMetrics(std::move(averaged));
-  return r;
-}
+DTL_INLINE TrainingReport average_training_across_ranks(const std::vector<MetricsJson>& per_rank,
+                                                        const std::vector<std::string>& keys,
+                                                        const std::vector<std::string>& float32_keys = {});
 
-inline Reducer reducer_for(const EvaluationReducer& er, const std::string& key) {
-  if (const auto* one = std::get_if<Reducer>(&er)) return *one;
-  const auto& map = std::get<ReducerMap>(er);
-  auto it = map.find(key);
-  if (it == map.end())
-    throw std::invalid_argument("dtl: evaluation_reducer() names no reducer for metric '" + key +
-                                "': a per-metric reducer map must name every metric evaluate_batch returns");
-  return it->second;
-}
+DTL_INLINE Reducer reducer_for(const EvaluationReducer& er, const std::string& key);
 
 /// This rank's validation values: one SlotValue per metric, in key order.
-inline std::vector<SlotValue> reduce_validation_slot(const MetricCollector& c, const EvaluationReducer& er) {
-  if (const auto* map = std::get_if<ReducerMap>(&er); map && map->size() != c.keys().size()) {
-    std::string keys;
-    for (const auto& [k, v] : *map) keys += (keys.empty() ? "" : ", ") + k;
-    throw std::invalid_argument("dtl: evaluation_reducer() names metrics {" + keys + "} but evaluate_batch returns " +
-                                std::to_string(c.keys().size()) + " metrics: the keys must match exactly");
-  }
-  std::vector<SlotValue> out;
-  out.reserve(c.keys().size());
-  for (std::size_t i = 0; i < c.keys().size(); ++i) {
-    auto stacked = c.stacked(i);
-    if (!stacked.defined())
-      throw std::invalid_argument("dtl: validation metric '" + c.keys()[i] +
-                                  "' has different shapes in different batches; built-in reducers stack them");
-    out.push_back({reduce_per_slot(reducer_for(er, c.keys()[i]), stacked), c.batches()});
-  }
-  return out;
-}
+DTL_INLINE std::vector<SlotValue> reduce_validation_slot(const MetricCollector& c, const EvaluationReducer& er);
 
 }  // namespace detail
 }  // namespace dtl
+
+#ifndef DTL_COMPILED_LIB
+#include <dtl/reducer-inl.hpp>
+#endif
 
 #endif  // DTL_REDUCER_HPP

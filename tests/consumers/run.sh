@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Proves each way of consuming dtl from someone else's project, by building and running the same
 # small external trial (tests/consumers/trial.cpp) through it:
-#   1. pkg-config on the installed tree: one plain g++ command;
-#   2. CMake on the installed tree: find_package(dtl CONFIG REQUIRED) + dtl::dtl;
+#   1. pkg-config on the installed tree: one plain g++ command (dtl, and dtl-compiled: libdtl);
+#   2. CMake on the installed tree: find_package(dtl CONFIG REQUIRED) + dtl::dtl, and dtl::compiled;
 #   3. a meson project with dtl as a subproject through a wrap file;
 #   4. the Conan recipe: it parses, and package() copies exactly what `meson install` installs.
 # Usage: tests/consumers/run.sh [WORKDIR]   (default: build-consumers/)
@@ -31,10 +31,17 @@ flags=$(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs dtl)
 "$cxx" "$root/tests/consumers/trial.cpp" $flags -o "$work/app-pkgconfig"
 run_app "$work/app-pkgconfig" pkgconfig
 
+echo "== pkg-config, compiled: $cxx trial.cpp \$(pkg-config --cflags --libs dtl-compiled)"
+flags=$(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs dtl-compiled)
+# shellcheck disable=SC2086
+"$cxx" "$root/tests/consumers/trial.cpp" $flags -o "$work/app-pkgconfig-compiled"
+run_app "$work/app-pkgconfig-compiled" pkgconfig-compiled
+
 echo "== CMake: find_package(dtl CONFIG REQUIRED)"
 cmake -S "$root/tests/consumers/cmake" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
 cmake --build "$work/cmake" >/dev/null
 run_app "$work/cmake/app" cmake
+run_app "$work/cmake/app_compiled" cmake-compiled
 
 echo "== meson: dependency('dtl') through subprojects/dtl.wrap"
 cp -rL "$root/tests/consumers/meson" "$work/meson-src"
@@ -42,6 +49,7 @@ ln -s "$root" "$work/meson-src/subprojects/dtl"
 CXX="$cxx" meson setup "$work/meson" "$work/meson-src" >/dev/null
 ninja -C "$work/meson" >/dev/null
 run_app "$work/meson/app" meson
+run_app "$work/meson/app_compiled" meson-compiled
 
 echo "== Conan recipe: parses; package() copies what meson installs"
 python3 - "$root/conanfile.py" "$prefix/include" "$root/include" <<'PY'

@@ -3,6 +3,7 @@
 #ifndef DTL_CALLBACKS_MONITOR_HPP
 #define DTL_CALLBACKS_MONITOR_HPP
 
+#include <dtl/detail/compiled_lib.hpp>
 #include <dtl/errors.hpp>
 
 #include <nlohmann/json.hpp>
@@ -29,11 +30,7 @@ enum class MonitorMode {
 /// Parses Python's spelling; anything else is an error naming the value and the choices, so a
 /// hand-edited state_dict fails where it is read, not later.
 ///   auto m = dtl::parse_monitor_mode("max");
-[[nodiscard]] inline MonitorMode parse_monitor_mode(std::string_view s) {
-  if (s == "min") return MonitorMode::min;
-  if (s == "max") return MonitorMode::max;
-  throw std::invalid_argument("dtl: mode '" + std::string(s) + "' is unknown: use \"min\" or \"max\"");
-}
+[[nodiscard]] DTL_INLINE MonitorMode parse_monitor_mode(std::string_view s);
 
 namespace callbacks {
 
@@ -71,27 +68,17 @@ template <class Json>
 
 /// A double as JSON that survives a text round trip: JSON has no infinity or NaN (nlohmann
 /// would write `null`), so those become the strings Python's `float()` reads back.
-[[nodiscard]] inline nlohmann::json float_to_json(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return v;
-}
+[[nodiscard]] DTL_INLINE nlohmann::json float_to_json(double v);
 
 /// The inverse of float_to_json; also takes a number stored as is.
-[[nodiscard]] inline double float_from_json(const nlohmann::json& j, std::string_view key) {
-  if (j.is_number()) return j.get<double>();
-  if (j.is_string()) {
-    const auto s = j.get<std::string>();
-    if (s == "inf" || s == "Infinity") return std::numeric_limits<double>::infinity();
-    if (s == "-inf" || s == "-Infinity") return -std::numeric_limits<double>::infinity();
-    if (s == "nan" || s == "NaN") return std::numeric_limits<double>::quiet_NaN();
-  }
-  throw std::invalid_argument("dtl: state_dict entry '" + std::string(key) + "' is " + j.dump() +
-                              ", not a number (or \"inf\", \"-inf\", \"nan\")");
-}
+[[nodiscard]] DTL_INLINE double float_from_json(const nlohmann::json& j, std::string_view key);
 
 }  // namespace detail
 }  // namespace callbacks
 }  // namespace dtl
+
+#ifndef DTL_COMPILED_LIB
+#include <dtl/callbacks/monitor-inl.hpp>
+#endif
 
 #endif  // DTL_CALLBACKS_MONITOR_HPP

@@ -12,6 +12,7 @@
 
 #include <dtl/callback.hpp>
 #include <dtl/callbacks/monitor.hpp>
+#include <dtl/detail/compiled_lib.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -41,11 +42,7 @@ enum class ThresholdMode {
 [[nodiscard]] inline std::string to_string(ThresholdMode m) { return m == ThresholdMode::rel ? "rel" : "abs"; }
 
 /// Parses Python's spelling ("rel" or "abs").
-[[nodiscard]] inline ThresholdMode parse_threshold_mode(std::string_view s) {
-  if (s == "rel") return ThresholdMode::rel;
-  if (s == "abs") return ThresholdMode::abs;
-  throw std::invalid_argument("dtl: threshold mode '" + std::string(s) + "' is unknown: use \"rel\" or \"abs\"");
-}
+[[nodiscard]] DTL_INLINE ThresholdMode parse_threshold_mode(std::string_view s);
 
 /// Python's `min_lr`: one floor for every param group, or a list with one per group.
 ///   {.min_lr = 1e-5}            // every group
@@ -57,14 +54,7 @@ class MinLR {
   MinLR(std::vector<double> per_group) : values_(std::move(per_group)), per_group_(true) {}  // NOLINT
 
   /// One floor per group; a list of the wrong length is Python's ValueError, with its wording.
-  [[nodiscard]] std::vector<double> for_groups(std::size_t groups) const {
-    if (!per_group_) return std::vector<double>(groups, values_.front());
-    if (values_.size() != groups)
-      throw std::invalid_argument("dtl::lr::ReduceLROnPlateau: expected " + std::to_string(groups) + " min_lrs, got " +
-                                  std::to_string(values_.size()) +
-                                  " (give one per param group, or a single number for all of them)");
-    return values_;
-  }
+  [[nodiscard]] DTL_INLINE std::vector<double> for_groups(std::size_t groups) const;
 
  private:
   std::vector<double> values_;
@@ -95,57 +85,15 @@ class ReduceLROnPlateau {
  public:
   using Options = ReduceLROnPlateauOptions;
 
-  explicit ReduceLROnPlateau(std::shared_ptr<torch::optim::Optimizer> optimizer, Options options = {})
-      : optimizer_(std::move(optimizer)),
-        factor_(options.factor),
-        patience_(options.patience),
-        verbose_(options.verbose),
-        cooldown_(options.cooldown),
-        mode_(options.mode),
-        threshold_(options.threshold),
-        threshold_mode_(options.threshold_mode),
-        eps_(options.eps) {
-    if (!optimizer_) throw std::invalid_argument("dtl::lr::ReduceLROnPlateau: the optimizer is null");
-    if (factor_ >= 1.0)
-      throw std::invalid_argument("dtl::lr::ReduceLROnPlateau: factor should be < 1.0 (got " + std::to_string(factor_) +
-                                  "); new_lr = lr * factor");
-    min_lrs_ = options.min_lr.for_groups(optimizer_->param_groups().size());
-    best_ = mode_worse();
-  }
+  DTL_INLINE explicit ReduceLROnPlateau(std::shared_ptr<torch::optim::Optimizer> optimizer, Options options = {});
 
   /// One step with the newest value of the monitored metric (Python's `step(metrics)`).
-  void step(double metric) {
-    const double current = metric;
-    ++last_epoch_;
-    if (is_better(current, best_)) {
-      best_ = current;
-      num_bad_epochs_ = 0;
-    } else {
-      ++num_bad_epochs_;
-    }
-    if (in_cooldown()) {
-      --cooldown_counter_;
-      num_bad_epochs_ = 0;  // bad steps during cooldown do not count
-    }
-    if (num_bad_epochs_ > patience_) {
-      reduce_lr();
-      cooldown_counter_ = cooldown_;
-      num_bad_epochs_ = 0;
-    }
-    last_lr_.clear();
-    for (const auto& group : optimizer_->param_groups()) last_lr_.push_back(group.options().get_lr());
-    stepped_ = true;
-  }
+  DTL_INLINE void step(double metric);
   /// A 0-d (or one-element) tensor, as Python's `float(metrics)` takes one.
   void step(const torch::Tensor& metric) { step(metric.item<double>()); }
 
   /// Python's comparison: is `a` an improvement on `best` by more than the threshold?
-  [[nodiscard]] bool is_better(double a, double best) const {
-    if (mode_ == Mode::min && threshold_mode_ == ThresholdMode::rel) return a < best * (1.0 - threshold_);
-    if (mode_ == Mode::min) return a < best - threshold_;
-    if (threshold_mode_ == ThresholdMode::rel) return a > best * (threshold_ + 1.0);
-    return a > best + threshold_;
-  }
+  [[nodiscard]] DTL_INLINE bool is_better(double a, double best) const;
 
   /// The learning rates after the last step (empty before the first, where Python has none).
   [[nodiscard]] const std::vector<double>& get_last_lr() const noexcept { return last_lr_; }
@@ -162,88 +110,18 @@ class ReduceLROnPlateau {
   /// infinity, so `best` and `mode_worse` are written as "inf" / "-inf" while nothing has
   /// been seen; load_state_dict reads those back, and Python's `float()` reads them too.
   /// `_last_lr` is present once step() has run, as in Python.
-  [[nodiscard]] nlohmann::json state_dict() const {
-    using callbacks::detail::float_to_json;
-    nlohmann::json s = {{"factor", factor_},
-                        {"min_lrs", min_lrs_},
-                        {"patience", patience_},
-                        {"verbose", verbose_},
-                        {"cooldown", cooldown_},
-                        {"cooldown_counter", cooldown_counter_},
-                        {"mode", to_string(mode_)},
-                        {"threshold", threshold_},
-                        {"threshold_mode", to_string(threshold_mode_)},
-                        {"best", float_to_json(best_)},
-                        {"num_bad_epochs", num_bad_epochs_},
-                        {"mode_worse", float_to_json(mode_worse())},
-                        {"eps", eps_},
-                        {"last_epoch", last_epoch_}};
-    if (stepped_) s["_last_lr"] = last_lr_;
-    return s;
-  }
+  [[nodiscard]] DTL_INLINE nlohmann::json state_dict() const;
 
   /// Python's load_state_dict: the keys present replace the current values (absent ones stay),
   /// then mode and threshold_mode are re-validated and `mode_worse` follows `mode`. The
   /// optimizer's learning rates are not touched: they are the optimizer's state (a dtl
   /// checkpoint restores them).
-  void load_state_dict(const nlohmann::json& state) {
-    using callbacks::detail::float_from_json;
-    if (!state.is_object())
-      throw std::invalid_argument("dtl::lr::ReduceLROnPlateau::load_state_dict: expected a JSON object, got " +
-                                  std::string(state.type_name()));
-    auto num = [&](const char* key, double& out) {
-      if (state.contains(key)) out = float_from_json(state.at(key), key);
-    };
-    auto integer = [&](const char* key, std::int64_t& out) {
-      if (state.contains(key)) out = state.at(key).get<std::int64_t>();
-    };
-    num("factor", factor_);
-    integer("patience", patience_);
-    if (state.contains("verbose")) verbose_ = state.at("verbose").get<bool>();
-    integer("cooldown", cooldown_);
-    integer("cooldown_counter", cooldown_counter_);
-    if (state.contains("mode")) mode_ = parse_monitor_mode(state.at("mode").get<std::string>());
-    num("threshold", threshold_);
-    if (state.contains("threshold_mode"))
-      threshold_mode_ = parse_threshold_mode(state.at("threshold_mode").get<std::string>());
-    num("best", best_);
-    integer("num_bad_epochs", num_bad_epochs_);
-    num("eps", eps_);
-    integer("last_epoch", last_epoch_);
-    if (state.contains("min_lrs")) {
-      auto m = state.at("min_lrs").get<std::vector<double>>();
-      const auto groups = optimizer_->param_groups().size();
-      if (m.size() != groups)
-        throw std::invalid_argument("dtl::lr::ReduceLROnPlateau::load_state_dict: the state has " +
-                                    std::to_string(m.size()) + " min_lrs but the optimizer has " +
-                                    std::to_string(groups) + " param groups (was it saved for another optimizer?)");
-      min_lrs_ = std::move(m);
-    }
-    if (state.contains("_last_lr")) {
-      last_lr_ = state.at("_last_lr").get<std::vector<double>>();
-      stepped_ = true;
-    }
-  }
+  DTL_INLINE void load_state_dict(const nlohmann::json& state);
 
  private:
-  [[nodiscard]] double mode_worse() const noexcept {
-    return mode_ == Mode::min ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
-  }
+  [[nodiscard]] DTL_INLINE double mode_worse() const noexcept;
 
-  void reduce_lr() {
-    auto& groups = optimizer_->param_groups();
-    for (std::size_t i = 0; i < groups.size(); ++i) {
-      const double old_lr = groups[i].options().get_lr();
-      const double new_lr = std::max(old_lr * factor_, min_lrs_.at(i));
-      // A step smaller than eps is noise (e.g. already at min_lr up to rounding): skip it.
-      if (old_lr - new_lr > eps_) {
-        groups[i].options().set_lr(new_lr);
-        if (verbose_)
-          std::printf("Epoch %05lld: reducing learning rate of group %zu to %.4e.\n",
-                      static_cast<long long>(last_epoch_), i, new_lr);
-      }
-    }
-  }
+  DTL_INLINE void reduce_lr();
 
   std::shared_ptr<torch::optim::Optimizer> optimizer_;
   double factor_;
@@ -286,16 +164,10 @@ class ReduceLROnPlateauEveryValidation : public PyTorchCallback {
       : ReduceLROnPlateauEveryValidation(
             std::make_shared<lr::ReduceLROnPlateau>(std::move(optimizer), std::move(options)), std::move(monitor)) {}
   /// Steps a scheduler you built (and may keep a handle to).
-  explicit ReduceLROnPlateauEveryValidation(std::shared_ptr<lr::ReduceLROnPlateau> scheduler,
-                                            std::string monitor = "validation_loss")
-      : scheduler_(std::move(scheduler)), monitor_(std::move(monitor)) {
-    if (!scheduler_)
-      throw std::invalid_argument("dtl::callbacks::ReduceLROnPlateauEveryValidation: the scheduler is null");
-  }
+  DTL_INLINE explicit ReduceLROnPlateauEveryValidation(std::shared_ptr<lr::ReduceLROnPlateau> scheduler,
+                                                       std::string monitor = "validation_loss");
 
-  void on_validation_end(const MetricsJson& metrics) override {
-    scheduler_->step(detail::monitored_value(metrics, monitor_, "ReduceLROnPlateauEveryValidation"));
-  }
+  DTL_INLINE void on_validation_end(const MetricsJson& metrics) override;
 
   /// The scheduler's state_dict, Python's keys (see lr::ReduceLROnPlateau::state_dict).
   [[nodiscard]] nlohmann::json state_dict() const override { return scheduler_->state_dict(); }
@@ -310,5 +182,9 @@ class ReduceLROnPlateauEveryValidation : public PyTorchCallback {
 };
 
 }  // namespace dtl::callbacks
+
+#ifndef DTL_COMPILED_LIB
+#include <dtl/callbacks/reduce_lr_on_plateau-inl.hpp>
+#endif
 
 #endif  // DTL_CALLBACKS_REDUCE_LR_ON_PLATEAU_HPP

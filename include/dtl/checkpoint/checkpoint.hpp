@@ -7,31 +7,17 @@
 #include <torch/torch.h>
 
 #include <dtl/callback.hpp>
-#include <dtl/checkpoint/ivalue_json.hpp>
-#include <dtl/checkpoint/optimizer_state.hpp>
 #include <dtl/checkpoint/snapshot.hpp>
-#include <dtl/checkpoint/state_dict.hpp>
-#include <dtl/checkpoint/torch_save.hpp>
 #include <dtl/checkpoint/trial_state_refs.hpp>
+#include <dtl/detail/compiled_lib.hpp>
 #include <dtl/errors.hpp>
-#include <dtl/version.hpp>
 
-#include <ATen/core/Dict.h>
-#include <ATen/core/List.h>
-#include <fcntl.h>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iomanip>
-#include <iostream>
 #include <optional>
-#include <random>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -59,36 +45,8 @@ struct CheckpointState {
 };
 
 /// The default CPU generator's state as hex (what a checkpoint keeps per rank).
-inline std::string cpu_rng_state_hex() {
-  const auto state = at::detail::getDefaultCPUGenerator().get_state().contiguous();
-  static constexpr char digits[] = "0123456789abcdef";
-  const auto* p = state.data_ptr<std::uint8_t>();
-  std::string out(static_cast<std::size_t>(state.numel()) * 2, '0');
-  for (std::int64_t i = 0; i < state.numel(); ++i) {
-    out[2 * i] = digits[p[i] >> 4];
-    out[2 * i + 1] = digits[p[i] & 15];
-  }
-  return out;
-}
-inline void set_cpu_rng_state_hex(const std::string& hex) {
-  auto nibble = [&](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    throw CheckpointError("dtl: checkpoint: a per-rank cpu_rng_state is not hex");
-  };
-  if (hex.size() % 2 != 0) throw CheckpointError("dtl: checkpoint: a per-rank cpu_rng_state has an odd length");
-  auto state = torch::empty({static_cast<std::int64_t>(hex.size() / 2)}, torch::kUInt8);
-  auto* p = state.data_ptr<std::uint8_t>();
-  for (std::size_t i = 0; i < hex.size() / 2; ++i)
-    p[i] = static_cast<std::uint8_t>(nibble(hex[2 * i]) * 16 + nibble(hex[2 * i + 1]));
-  try {
-    auto generator = at::detail::getDefaultCPUGenerator();
-    generator.set_state(state);
-  } catch (const std::exception& e) {
-    throw CheckpointError(std::string("dtl: checkpoint: a per-rank cpu_rng_state does not fit this LibTorch: ") +
-                          e.what());
-  }
-}
+DTL_INLINE std::string cpu_rng_state_hex();
+DTL_INLINE void set_cpu_rng_state_hex(const std::string& hex);
 
 /// Which checkpoints to keep (Determined's `checkpoint_storage.save_trial_latest` /
 /// `save_trial_best`). Without `latest` nothing is deleted.
@@ -112,52 +70,18 @@ struct CheckpointSnapshot {
   std::vector<std::pair<std::string, std::string>> files;
 };
 
-inline std::string new_uuid4() {
-  std::random_device rd;
-  std::uint8_t b[16];
-  for (auto& x : b) x = static_cast<std::uint8_t>(rd());
-  b[6] = static_cast<std::uint8_t>((b[6] & 0x0f) | 0x40);
-  b[8] = static_cast<std::uint8_t>((b[8] & 0x3f) | 0x80);
-  std::ostringstream s;
-  for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) s << '-';
-    s << std::hex << std::setw(2) << std::setfill('0') << static_cast<int>(b[i]);
-  }
-  return s.str();
-}
+DTL_INLINE std::string new_uuid4();
 
-inline void fsync_path(const std::filesystem::path& p, bool directory) {
-  const int fd = ::open(p.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-  if (fd < 0) throw std::runtime_error("dtl: checkpoint: cannot open " + p.string() + " to sync it");
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) throw std::runtime_error("dtl: checkpoint: fsync failed for " + p.string());
-}
+DTL_INLINE void fsync_path(const std::filesystem::path& p, bool directory);
 
 /// Writes a small file; a checkpoint makes all its files durable at once (sync_file_system).
-inline void write_file(const std::filesystem::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw std::runtime_error("dtl: checkpoint: cannot write " + p.string());
-}
+DTL_INLINE void write_file(const std::filesystem::path& p, const std::string& bytes);
 
 /// Makes everything written on `p`'s file system durable in one call (syncfs): every file of a
 /// checkpoint at once, instead of an fsync per file.
-inline void sync_file_system(const std::filesystem::path& p) {
-  const int fd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) throw std::runtime_error("dtl: checkpoint: cannot open " + p.string() + " to sync it");
-  const int rc = ::syncfs(fd);
-  ::close(fd);
-  if (rc != 0) throw std::runtime_error("dtl: checkpoint: syncfs failed for " + p.string());
-}
+DTL_INLINE void sync_file_system(const std::filesystem::path& p);
 
-inline std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw std::runtime_error("dtl: checkpoint: cannot read " + p.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+DTL_INLINE std::string read_file(const std::filesystem::path& p);
 
 class Checkpointer {
  public:
@@ -165,20 +89,7 @@ class Checkpointer {
 
   /// Removes what a crash mid-write leaves (`.tmp-*` directories, `.latest.tmp`); run at the start
   /// of training, before anything is written. Returns what it removed.
-  std::vector<std::filesystem::path> clean_temporaries() {
-    namespace fs = std::filesystem;
-    std::vector<fs::path> removed;
-    std::error_code ec;
-    if (!fs::is_directory(storage_, ec)) return removed;
-    for (const auto& e : fs::directory_iterator(storage_, ec)) {
-      const auto name = e.path().filename().string();
-      if (name.starts_with(".tmp-") || name == ".latest.tmp") {
-        fs::remove_all(e.path(), ec);
-        removed.push_back(e.path());
-      }
-    }
-    return removed;
-  }
+  DTL_INLINE std::vector<std::filesystem::path> clean_temporaries();
 
   /// Where the checkpoint `uuid` of this storage lives (complete once its write has finished).
   [[nodiscard]] std::filesystem::path checkpoint_dir(const std::string& uuid) const { return storage_ / uuid; }
@@ -187,316 +98,47 @@ class Checkpointer {
   [[nodiscard]] bool has_latest() const { return std::filesystem::exists(storage_ / "latest"); }
 
   /// `latest` (this run's newest complete checkpoint) or a checkpoint directory.
-  [[nodiscard]] std::filesystem::path resolve(const std::string& what) const {
-    if (what != "latest") {
-      if (!std::filesystem::is_directory(what))
-        throw ConfigError("dtl: --resume " + what +
-                          ": no such checkpoint directory (pass a checkpoint directory, e.g. "
-                          "RUN/checkpoints/<uuid>, or `latest` with --run-dir RUN)");
-      return what;
-    }
-    const auto pointer = storage_ / "latest";
-    if (!std::filesystem::exists(pointer))
-      throw ConfigError("dtl: --resume latest: " + pointer.string() + " does not exist (no complete checkpoint in " +
-                        storage_.string() + ")");
-    auto uuid = read_file(pointer);
-    while (!uuid.empty() && (uuid.back() == '\n' || uuid.back() == ' ')) uuid.pop_back();
-    return checkpoint_dir(uuid);
-  }
+  [[nodiscard]] DTL_INLINE std::filesystem::path resolve(const std::string& what) const;
 
   /// Writes a checkpoint now: snapshot() then write().
-  WrittenCheckpoint save(const TrialStateRefs& trial, const CheckpointState& st, const Callbacks& callbacks = {}) {
-    return write(snapshot(trial, st, callbacks));
-  }
+  DTL_INLINE WrittenCheckpoint save(const TrialStateRefs& trial, const CheckpointState& st,
+                                    const Callbacks& callbacks = {});
 
   /// Takes everything a checkpoint holds, on the calling (training) thread: the state dict in
   /// Determined's layout with its tensors copied, after the callbacks' on_checkpoint_save_start,
   /// and the JSON files. Training may change the trial as soon as it returns.
-  CheckpointSnapshot snapshot(const TrialStateRefs& trial, const CheckpointState& st, const Callbacks& callbacks = {}) {
-    CheckpointSnapshot snap;
-    snap.target.uuid = new_uuid4();
-    snap.target.dir = checkpoint_dir(snap.target.uuid);
-
-    // state_dict.pth in Determined's layout, as Python's torch.save writes it (weights_only-safe).
-    c10::impl::GenericList models(c10::AnyType::get());
-    for (const auto& m : trial.models) models.push_back(dtl::state_dict(*m));
-    c10::impl::GenericList optimizers(c10::AnyType::get());
-    const auto& opts = trial.optimizers;
-    for (std::size_t i = 0; i < opts.size(); ++i) {
-      if (auto py = python_optimizer_state(*opts[i])) {
-        optimizers.push_back(*py);
-      } else {
-        // No Python layout for this optimizer type: LibTorch's own archive beside it.
-        optimizers.push_back(c10::IValue());
-        torch::serialize::OutputArchive archive;
-        opts[i]->save(archive);
-        std::string bytes;
-        archive.save_to([&bytes](const void* data, std::size_t n) {
-          bytes.append(static_cast<const char*>(data), n);
-          return n;
-        });
-        snap.files.emplace_back("optimizer_" + std::to_string(i) + ".pt", std::move(bytes));
-      }
-    }
-    c10::impl::GenericList schedulers(c10::AnyType::get());
-    for (const auto& sch : trial.lr_schedulers)
-      schedulers.push_back(sch.save ? json_to_ivalue(sch.save(sch.object)) : c10::IValue());
-    c10::impl::GenericDict callback_states(c10::StringType::get(), c10::AnyType::get());
-    for (const auto& [name, cb] : callbacks) callback_states.insert(name, json_to_ivalue(cb->state_dict()));
-    c10::impl::GenericDict rng(c10::StringType::get(), c10::AnyType::get());
-    rng.insert("cpu_rng_state", at::detail::getDefaultCPUGenerator().get_state());
-    c10::impl::GenericDict root(c10::StringType::get(), c10::AnyType::get());
-    root.insert("models_state_dict", models);
-    root.insert("optimizers_state_dict", optimizers);
-    root.insert("lr_schedulers_state_dict", schedulers);
-    root.insert("callbacks", callback_states);
-    for (const auto& e : trial.extra) root.insert(e.key, json_to_ivalue(e.save(e.object)));
-    root.insert("rng_state", rng);
-    // Determined's on_checkpoint_save_start(checkpoint): callbacks may add entries.
-    for (const auto& [name, cb] : callbacks) cb->on_checkpoint_save_start(root);
-    snap.state_dict = snapshot_tensors(root);
-
-    nlohmann::json trial_state = {{"batches_trained", st.batches_trained},
-                                  {"epochs_trained", st.epochs_trained},
-                                  {"last_val", st.last_val},
-                                  {"last_ckpt", st.last_ckpt},
-                                  {"trial_seed", trial.trial_seed}};
-    trial_state["best_validation"] = st.best_validation ? nlohmann::json(*st.best_validation) : nlohmann::json(nullptr);
-    trial_state["data_position"] = st.data_position;
-    if (!st.ranks.is_null()) trial_state["ranks"] = st.ranks;
-    snap.files.emplace_back("trial_state.json", trial_state.dump(2));
-    nlohmann::json load_data = {{"trial_type", "PyTorchTrial"},
-                                {"experiment_config", trial.experiment_config},
-                                {"hparams", trial.hparams},
-                                {"is_trainer", true}};
-    if (trial.load_data_notes.is_object())
-      for (const auto& [k, v] : trial.load_data_notes.items()) load_data[k] = v;
-    snap.files.emplace_back("load_data.json", load_data.dump(2));
-    nlohmann::json metadata = {{"dtl_version", DTL_VERSION_STRING},
-                               {"steps_completed", st.batches_trained},
-                               {"framework", std::string("torch-") + TORCH_VERSION},
-                               {"format", "pickle"}};
-    if (st.validation_metric) metadata["validation_metric"] = *st.validation_metric;
-    snap.files.emplace_back("metadata.json", metadata.dump(2));
-    return snap;
-  }
+  DTL_INLINE CheckpointSnapshot snapshot(const TrialStateRefs& trial, const CheckpointState& st,
+                                         const Callbacks& callbacks = {});
 
   /// Writes a snapshot crash-safely: into a temporary directory, made durable, renamed, and
   /// `latest` moved to it last. Safe to run on another thread than snapshot() (it touches only
   /// the snapshot and the storage directory), one write at a time.
-  WrittenCheckpoint write(const CheckpointSnapshot& snap) {
-    namespace fs = std::filesystem;
-    fs::create_directories(storage_);
-    const auto tmp = storage_ / (".tmp-" + snap.target.uuid);
-    fs::create_directories(tmp);
-    save_pickle_archive(snap.state_dict, tmp / "state_dict.pth");
-    for (const auto& [name, bytes] : snap.files) write_file(tmp / name, bytes);
-    write_file(storage_ / ".latest.tmp", snap.target.uuid + "\n");
-    // Crash safety with two syncs instead of eight: the data of every file (and the temporary
-    // directory's entries) durable at once; then both renames, which publish the checkpoint and
-    // move `latest` to it, made durable by one fsync of their directory. A journaling file
-    // system commits the two renames in order, so after a crash `latest` names the old
-    // checkpoint or the complete new one, never a partial one.
-    sync_file_system(tmp);
-    fs::rename(tmp, snap.target.dir);
-    fs::rename(storage_ / ".latest.tmp", storage_ / "latest");
-    fsync_path(storage_, true);
-    return snap.target;
-  }
+  DTL_INLINE WrittenCheckpoint write(const CheckpointSnapshot& snap);
 
   /// Deletes the checkpoints the policy does not keep: all but the `latest` newest and the `best`
   /// best, never the one `latest` points to. Leftovers of interrupted writes (`.tmp-*`) go too.
   /// Returns the deleted directories.
-  std::vector<std::filesystem::path> collect_garbage(const RetentionPolicy& policy) {
-    namespace fs = std::filesystem;
-    std::vector<fs::path> deleted;
-    if (!policy.latest || !fs::exists(storage_)) return deleted;
-    struct Entry {
-      fs::path dir;
-      std::int64_t steps;
-      std::optional<double> metric;
-    };
-    std::vector<Entry> all;
-    std::optional<fs::path> pointed;
-    try {
-      if (fs::exists(storage_ / "latest")) pointed = resolve("latest");
-    } catch (const std::exception&) {  // an unreadable pointer: delete nothing it might name
-      return deleted;
-    }
-    for (const auto& e : fs::directory_iterator(storage_)) {
-      if (!e.is_directory()) continue;
-      const auto name = e.path().filename().string();
-      if (name.starts_with(".tmp-")) {
-        fs::remove_all(e.path());
-        deleted.push_back(e.path());
-        continue;
-      }
-      // A directory that is not a complete dtl checkpoint (someone else's, or damaged) is never
-      // deleted and never stops training: it is named once and left alone.
-      nlohmann::json meta = nlohmann::json::value_t::discarded;
-      if (std::error_code ec; fs::exists(e.path() / "metadata.json", ec)) {
-        try {
-          meta = nlohmann::json::parse(read_file(e.path() / "metadata.json"), nullptr, false);
-        } catch (const std::exception&) {
-        }
-      }
-      if (meta.is_discarded() || !meta.is_object() || !meta.contains("steps_completed") ||
-          !meta["steps_completed"].is_number_integer()) {
-        if (warned_foreign_.insert(name).second)
-          std::cerr << "dtl: warning: " << e.path().string()
-                    << " is not a dtl checkpoint (no readable metadata.json); retention leaves it alone\n";
-        continue;
-      }
-      Entry entry{e.path(), meta["steps_completed"].get<std::int64_t>(), std::nullopt};
-      if (meta.contains("validation_metric") && meta["validation_metric"].is_number())
-        entry.metric = meta["validation_metric"].get<double>();
-      all.push_back(std::move(entry));
-    }
-    std::vector<const Entry*> keep;
-    std::vector<const Entry*> by_time;
-    for (const auto& e : all) by_time.push_back(&e);
-    std::stable_sort(by_time.begin(), by_time.end(), [](auto* a, auto* b) { return a->steps > b->steps; });
-    for (std::size_t i = 0; i < by_time.size() && static_cast<std::int64_t>(i) < *policy.latest; ++i)
-      keep.push_back(by_time[i]);
-    std::vector<const Entry*> scored;
-    for (const auto& e : all)
-      if (e.metric) scored.push_back(&e);
-    std::stable_sort(scored.begin(), scored.end(), [&](auto* a, auto* b) {
-      return policy.smaller_is_better ? (*a->metric) < (*b->metric) : (*a->metric) > (*b->metric);
-    });
-    for (std::size_t i = 0; i < scored.size() && static_cast<std::int64_t>(i) < policy.best; ++i)
-      keep.push_back(scored[i]);
-    for (const auto& e : all) {
-      const bool kept = std::find(keep.begin(), keep.end(), &e) != keep.end() || (pointed && e.dir == *pointed);
-      if (kept) continue;
-      fs::remove_all(e.dir);
-      deleted.push_back(e.dir);
-    }
-    if (!deleted.empty()) fsync_path(storage_, true);
-    return deleted;
-  }
+  DTL_INLINE std::vector<std::filesystem::path> collect_garbage(const RetentionPolicy& policy);
 
   /// Restores models, optimizers, schedulers, callbacks' state and the RNG from `dir`, and returns
   /// the counters. Anything missing or not matching the trial is a CheckpointError naming the
   /// file and what did not fit; nothing in the files is executed.
-  CheckpointState load(const TrialStateRefs& trial, const std::filesystem::path& dir, const Callbacks& callbacks = {}) {
-    namespace fs = std::filesystem;
-    if (!fs::is_directory(dir))
-      throw CheckpointError("dtl: checkpoint " + dir.string() + " does not exist (or is not a directory)");
-    for (const char* f : {"metadata.json", "state_dict.pth", "trial_state.json"})
-      if (!fs::exists(dir / f))
-        throw CheckpointError("dtl: checkpoint " + dir.string() + " is incomplete or not a dtl checkpoint: " + f +
-                              " is missing");
-    const auto metadata = verify_metadata(dir);
-    const auto file = dir / "state_dict.pth";
-    const std::string where = "dtl: checkpoint " + file.string();
-    const auto root_value = load_pickle_archive(file);
-    if (!root_value.isGenericDict()) throw CheckpointError(where + " does not hold a dict");
-    auto root = root_value.toGenericDict();
-    auto entry = [&](const char* key) {
-      if (!root.contains(key)) throw CheckpointError(where + " has no '" + key + "' entry");
-      return root.at(key);
-    };
-    for (const auto& [name, cb] : callbacks) cb->on_checkpoint_load_start(root);
-
-    const auto models = entry("models_state_dict").toListRef();
-    if (models.size() != trial.models.size())
-      throw CheckpointError(where + " holds " + std::to_string(models.size()) + " models but the trial wraps " +
-                            std::to_string(trial.models.size()));
-    for (std::size_t i = 0; i < models.size(); ++i)
-      dtl::load_state_dict(*trial.models[i], models[i], /*strict=*/true,
-                           "checkpoint " + file.string() + " (model " + std::to_string(i) + ")");
-
-    const auto& opts = trial.optimizers;
-    const auto saved_opts = entry("optimizers_state_dict").toListRef();
-    if (saved_opts.size() != opts.size())
-      throw CheckpointError(where + " holds " + std::to_string(saved_opts.size()) + " optimizers but the trial wraps " +
-                            std::to_string(opts.size()));
-    for (std::size_t i = 0; i < opts.size(); ++i) {
-      const std::string w = where + " (optimizer " + std::to_string(i) + ")";
-      if (!saved_opts[i].isNone()) {
-        if (!load_python_optimizer_state(*opts[i], saved_opts[i], w))
-          throw CheckpointError(w + ": holds a Python-layout state but the trial's optimizer type has none");
-        load_scheduler_group_keys(opts[i], saved_opts[i]);
-      } else {
-        const auto archive_file = dir / ("optimizer_" + std::to_string(i) + ".pt");
-        if (!fs::exists(archive_file)) throw CheckpointError(w + ": " + archive_file.string() + " is missing");
-        torch::serialize::InputArchive archive;
-        archive.load_from(archive_file.string());
-        opts[i]->load(archive);
-      }
-    }
-    const auto& scheds = trial.lr_schedulers;
-    const auto saved_scheds = entry("lr_schedulers_state_dict").toListRef();
-    if (saved_scheds.size() != scheds.size())
-      throw CheckpointError(where + " holds " + std::to_string(saved_scheds.size()) +
-                            " LR schedulers but the trial wraps " + std::to_string(scheds.size()));
-    for (std::size_t i = 0; i < scheds.size(); ++i)
-      if (scheds[i].load && !saved_scheds[i].isNone())
-        scheds[i].load(scheds[i].object, ivalue_to_json(saved_scheds[i]));
-
-    for (const auto& e : trial.extra) {
-      if (root.contains(e.key))
-        e.load(e.object, ivalue_to_json(root.at(e.key)));
-      else
-        std::cerr << "dtl: warning: " << where << " has no '" << e.key << "'; it keeps its initial state\n";
-    }
-
-    const auto rng = entry("rng_state").toGenericDict();
-    if (!rng.contains("cpu_rng_state")) throw CheckpointError(where + ": rng_state has no cpu_rng_state");
-    auto generator = at::detail::getDefaultCPUGenerator();
-    generator.set_state(rng.at("cpu_rng_state").toTensor());
-    // Callbacks after the RNG, as Determined; a callback the checkpoint does not know keeps its state.
-    if (root.contains("callbacks")) {
-      const auto saved_cbs = root.at("callbacks").toGenericDict();
-      for (const auto& [name, cb] : callbacks)
-        if (saved_cbs.contains(name)) cb->load_state_dict(ivalue_to_json(saved_cbs.at(name)));
-    }
-
-    nlohmann::json st;
-    try {
-      st = nlohmann::json::parse(read_file(dir / "trial_state.json"));
-      CheckpointState out;
-      out.batches_trained = st.at("batches_trained").get<std::int64_t>();
-      out.epochs_trained = st.at("epochs_trained").get<std::int64_t>();
-      out.last_val = st.at("last_val").get<std::int64_t>();
-      out.last_ckpt = st.at("last_ckpt").get<std::int64_t>();
-      if (!st.at("best_validation").is_null()) out.best_validation = st.at("best_validation").get<double>();
-      out.data_position = st.value("data_position", nlohmann::json(nullptr));
-      if (st.contains("trial_seed")) out.trial_seed = st["trial_seed"].get<std::uint64_t>();
-      out.ranks = st.value("ranks", nlohmann::json(nullptr));
-      if (metadata.at("steps_completed").get<std::int64_t>() != out.batches_trained)
-        throw CheckpointError("dtl: checkpoint " + dir.string() + ": metadata.json's steps_completed (" +
-                              metadata.at("steps_completed").dump() + ") differs from trial_state.json's batches_trained (" +
-                              std::to_string(out.batches_trained) + "): one of them was altered");
-      return out;
-    } catch (const nlohmann::json::exception& e) {
-      throw CheckpointError("dtl: checkpoint " + (dir / "trial_state.json").string() + " is corrupt: " + e.what());
-    }
-  }
+  DTL_INLINE CheckpointState load(const TrialStateRefs& trial, const std::filesystem::path& dir,
+                                  const Callbacks& callbacks = {});
 
  private:
   /// metadata.json must be what dtl writes: an object whose steps_completed is a count, format
   /// "pickle", validation_metric (if any) a number; anything else is named.
-  static nlohmann::json verify_metadata(const std::filesystem::path& dir) {
-    const auto path = dir / "metadata.json";
-    const auto meta = nlohmann::json::parse(read_file(path), nullptr, false);
-    const std::string where = "dtl: checkpoint " + path.string();
-    if (meta.is_discarded() || !meta.is_object()) throw CheckpointError(where + " is not a JSON object (corrupt file)");
-    if (!meta.contains("steps_completed") || !meta["steps_completed"].is_number_integer() ||
-        meta["steps_completed"].get<std::int64_t>() < 0)
-      throw CheckpointError(where + ": steps_completed is missing or not a count");
-    if (meta.contains("format") && meta["format"] != "pickle")
-      throw CheckpointError(where + ": format is " + meta["format"].dump() + ", not \"pickle\" (not a dtl checkpoint)");
-    if (meta.contains("validation_metric") && !meta["validation_metric"].is_number())
-      throw CheckpointError(where + ": validation_metric is " + meta["validation_metric"].dump() + ", not a number");
-    return meta;
-  }
+  DTL_INLINE static nlohmann::json verify_metadata(const std::filesystem::path& dir);
 
   std::set<std::string> warned_foreign_;  // foreign directories named once
   std::filesystem::path storage_;
 };
 
 }  // namespace dtl::detail
+
+#ifndef DTL_COMPILED_LIB
+#include <dtl/checkpoint/checkpoint-inl.hpp>
+#endif
 
 #endif  // DTL_CHECKPOINT_CHECKPOINT_HPP

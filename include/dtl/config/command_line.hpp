@@ -4,6 +4,7 @@
 
 #include <dtl/config/experiment_config.hpp>
 #include <dtl/config/hparams.hpp>
+#include <dtl/detail/compiled_lib.hpp>
 #include <dtl/detail/did_you_mean.hpp>
 #include <dtl/errors.hpp>
 
@@ -44,34 +45,7 @@ struct CommandLine {
   /// The `--help` text for `program` (usually argv[0]).
   ///
   ///     std::cout << dtl::CommandLine::usage("./mnist");
-  static std::string usage(std::string_view program) {
-    std::string text = "usage: " + std::string(program.empty() ? "<program>" : program) +
-                       " [--config FILE] [--hparams FILE] [--hparam NAME=VALUE]...\n"
-                       "       [--max-length UNIT=N] [--run-dir DIR] [--resume latest|DIR] [--seed N] [--test-mode]\n";
-    text +=
-        "\n"
-        "Trains this trial locally with dtl, the way Determined would run it.\n"
-        "\n"
-        "options:\n"
-        "  --config FILE         experiment config in Determined's format (YAML or JSON)\n"
-        "  --hparams FILE        hyperparameters: a JSON or YAML mapping of names to values\n"
-        "  --hparam NAME=VALUE   set one hyperparameter (repeatable; later ones win). VALUE is read as\n"
-        "                        JSON when it parses (0.1, 3, true, null, [1,2], {\"a\":1}, '\"text\"'),\n"
-        "                        else taken as text. A dotted NAME sets a nested value: optimizer.lr=0.1\n"
-        "  --max-length UNIT=N   train for N batches, epochs or records, e.g. --max-length epochs=3\n"
-        "  --run-dir DIR         where metrics.jsonl, checkpoints/ and tensorboard/ go\n"
-        "                        (default ./runs/<timestamp>)\n"
-        "  --resume latest|DIR   continue from the run directory's newest complete checkpoint,\n"
-        "                        or from the checkpoint directory DIR\n"
-        "  --seed N              seed for every random number generator (overrides\n"
-        "                        reproducibility.experiment_seed)\n"
-        "  --test-mode           train and validate one batch, checkpoint, and exit\n"
-        "  -h, --help            print this help and exit\n"
-        "\n"
-        "Both --flag VALUE and --flag=VALUE work. Command-line values override the config file,\n"
-        "which overrides the code.\n";
-    return text;
-  }
+  DTL_INLINE static std::string usage(std::string_view program);
 };
 
 }  // namespace dtl
@@ -81,86 +55,20 @@ namespace dtl::detail {
 inline constexpr std::array<std::string_view, 9> command_line_flags = {
     "--config", "--hparams", "--hparam", "--max-length", "--run-dir", "--resume", "--seed", "--test-mode", "--help"};
 
-[[noreturn]] inline void throw_bad_value(std::string_view flag, const std::string& what) {
-  throw ConfigError("invalid value for '" + std::string(flag) + "': " + what);
-}
+[[noreturn]] DTL_INLINE void throw_bad_value(std::string_view flag, const std::string& what);
 
-inline bool is_decimal_digits(std::string_view text) {
-  return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
-}
+DTL_INLINE bool is_decimal_digits(std::string_view text);
 
 /// `--max-length UNIT=N`.
-inline LengthSpec parse_length_flag(std::string_view value) {
-  constexpr std::string_view flag = "--max-length";
-  const std::size_t eq = value.find('=');
-  if (eq == std::string_view::npos) {
-    const std::string text(value);
-    if (is_decimal_digits(value)) {
-      throw_bad_value(flag, "'" + text + "' has no unit; write --max-length batches=" + text + " (or epochs=" + text +
-                                ", records=" + text + ")");
-    }
-    throw_bad_value(flag,
-                    "'" + text + "' is not UNIT=N; write e.g. --max-length epochs=1 (units: batches, epochs, records)");
-  }
-  const std::string_view unit_text = value.substr(0, eq);
-  const std::string_view count_text = value.substr(eq + 1);
-  const auto unit = unit_from_name(unit_text);
-  if (!unit) {
-    throw_bad_value(flag, "unknown unit '" + std::string(unit_text) + "'" + did_you_mean(unit_text, length_unit_names) +
-                              "; write batches=N, epochs=N or records=N");
-  }
-  std::int64_t count = 0;
-  const auto [end, ec] = std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
-  if (ec != std::errc() || end != count_text.data() + count_text.size() || count < 1) {
-    throw_bad_value(flag, "the length must be a positive integer, got '" + std::string(count_text) +
-                              "'; write e.g. --max-length " + std::string(unit_text) + "=1");
-  }
-  return LengthSpec{*unit, count};
-}
+DTL_INLINE LengthSpec parse_length_flag(std::string_view value);
 
 /// `--hparam NAME=VALUE`: VALUE as JSON when it parses, else as text, so `lr=0.1` is a number,
 /// `arch=resnet` a string and `arch='"1"'` the string "1".
-inline std::pair<std::string, nlohmann::json> parse_hparam_flag(std::string_view value) {
-  constexpr std::string_view flag = "--hparam";
-  const std::size_t eq = value.find('=');
-  if (eq == std::string_view::npos) {
-    throw_bad_value(flag, "'" + std::string(value) + "' has no '='; write --hparam " +
-                              std::string(value.empty() ? "NAME" : value) + "=VALUE");
-  }
-  const std::string name(value.substr(0, eq));
-  const std::string text(value.substr(eq + 1));
-  if (name.empty())
-    throw_bad_value(flag, "'" + std::string(value) + "' has no name before '='; write --hparam NAME=VALUE");
-  if (has_empty_segment(name)) {
-    throw_bad_value(flag, "'" + name + "' has an empty part between dots; write a dotted name like optimizer.lr=0.1");
-  }
-  auto parsed = nlohmann::json::parse(text, nullptr, false);
-  if (parsed.is_discarded()) parsed = text;
-  return {name, std::move(parsed)};
-}
+DTL_INLINE std::pair<std::string, nlohmann::json> parse_hparam_flag(std::string_view value);
 
-inline std::uint64_t parse_seed_flag(std::string_view value) {
-  std::uint64_t seed = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seed);
-  if (!is_decimal_digits(value) || ec != std::errc() || end != value.data() + value.size()) {
-    throw_bad_value("--seed",
-                    "'" + std::string(value) + "' is not a non-negative 64-bit integer; write e.g. --seed 42");
-  }
-  return seed;
-}
+DTL_INLINE std::uint64_t parse_seed_flag(std::string_view value);
 
-[[noreturn]] inline void throw_positional(std::string_view arg) {
-  std::string hint;
-  const std::string text(arg);
-  if (arg.find('=') != std::string_view::npos && arg.front() != '=') {
-    hint = " (did you mean '--hparam " + text + "'?)";
-  } else if (arg.ends_with(".yaml") || arg.ends_with(".yml")) {
-    hint = " (did you mean '--config " + text + "'?)";
-  } else if (arg.ends_with(".json")) {
-    hint = " (did you mean '--hparams " + text + "' or '--config " + text + "'?)";
-  }
-  throw ConfigError("unexpected argument '" + text + "'" + hint + "; dtl programs take flags only, see --help");
-}
+[[noreturn]] DTL_INLINE void throw_positional(std::string_view arg);
 
 }  // namespace dtl::detail
 
@@ -175,94 +83,12 @@ namespace dtl {
 ///     int main(int argc, char** argv) {
 ///       auto cl = dtl::parse_command_line(argc, argv);   // e.g. --max-length epochs=2 --hparam lr=0.1
 ///     }
-inline CommandLine parse_command_line(int argc, const char* const* argv) {
-  CommandLine result;
-  std::vector<std::string_view> args;
-  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i] != nullptr ? argv[i] : "");
-
-  if (std::any_of(args.begin(), args.end(), [](std::string_view a) { return a == "--help" || a == "-h"; })) {
-    result.help = true;
-    return result;
-  }
-
-  std::vector<std::string_view> seen;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string_view arg = args[i];
-    if (arg.size() < 2 || arg.front() != '-' || arg == "--") detail::throw_positional(arg);
-
-    const std::size_t eq = arg.find('=');
-    const std::string_view flag = arg.substr(0, eq);
-    const std::optional<std::string_view> inline_value =
-        eq == std::string_view::npos ? std::nullopt : std::optional<std::string_view>(arg.substr(eq + 1));
-
-    if (std::find(detail::command_line_flags.begin(), detail::command_line_flags.end(), flag) ==
-        detail::command_line_flags.end()) {
-      throw ConfigError("unknown flag '" + std::string(flag) + "'" +
-                        detail::did_you_mean(flag, detail::command_line_flags) + "; see --help");
-    }
-
-    if (flag == "--test-mode" || flag == "--help") {
-      if (inline_value) {
-        throw ConfigError("flag '" + std::string(flag) + "' takes no value; write just " + std::string(flag));
-      }
-      result.test_mode = true;  // a bare --help returned above
-      continue;
-    }
-
-    // Every other flag takes a value. Only --hparam may repeat: a second --seed is a mistake
-    // (two scripts both setting it), and silently picking one would hide it.
-    if (flag != "--hparam") {
-      if (std::find(seen.begin(), seen.end(), flag) != seen.end()) {
-        throw ConfigError("flag '" + std::string(flag) + "' is given twice; give it once");
-      }
-      seen.push_back(flag);
-    }
-    std::string_view value;
-    if (inline_value) {
-      value = *inline_value;
-    } else if (i + 1 < args.size() && !args[i + 1].starts_with("--")) {
-      value = args[++i];
-    } else {
-      static constexpr std::pair<std::string_view, std::string_view> examples[] = {{"--config", "experiment.yaml"},
-                                                                                   {"--hparams", "hparams.json"},
-                                                                                   {"--hparam", "lr=0.1"},
-                                                                                   {"--max-length", "epochs=1"},
-                                                                                   {"--run-dir", "runs/mnist"},
-                                                                                   {"--resume", "latest"},
-                                                                                   {"--seed", "42"}};
-      std::string_view example = "VALUE";
-      for (const auto& [name, sample] : examples) {
-        if (name == flag) example = sample;
-      }
-      throw ConfigError("missing value for '" + std::string(flag) + "'; write e.g. " + std::string(flag) + " " +
-                        std::string(example));
-    }
-    if (value.empty()) {
-      throw ConfigError("empty value for '" + std::string(flag) + "'; give it a value, e.g. " + std::string(flag) +
-                        (flag == "--seed"         ? " 42"
-                         : flag == "--max-length" ? " epochs=1"
-                                                  : " VALUE"));
-    }
-
-    if (flag == "--config") {
-      result.config = std::filesystem::path(value);
-    } else if (flag == "--hparams") {
-      result.hparams_file = std::filesystem::path(value);
-    } else if (flag == "--run-dir") {
-      result.run_dir = std::filesystem::path(value);
-    } else if (flag == "--resume") {
-      result.resume = std::string(value);
-    } else if (flag == "--hparam") {
-      result.hparam_overrides.push_back(detail::parse_hparam_flag(value));
-    } else if (flag == "--max-length") {
-      result.max_length = detail::parse_length_flag(value);
-    } else if (flag == "--seed") {
-      result.seed = detail::parse_seed_flag(value);
-    }
-  }
-  return result;
-}
+DTL_INLINE CommandLine parse_command_line(int argc, const char* const* argv);
 
 }  // namespace dtl
+
+#ifndef DTL_COMPILED_LIB
+#include <dtl/config/command_line-inl.hpp>
+#endif
 
 #endif  // DTL_CONFIG_COMMAND_LINE_HPP

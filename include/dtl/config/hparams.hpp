@@ -3,6 +3,7 @@
 #ifndef DTL_CONFIG_HPARAMS_HPP
 #define DTL_CONFIG_HPARAMS_HPP
 
+#include <dtl/detail/compiled_lib.hpp>
 #include <dtl/detail/did_you_mean.hpp>
 #include <dtl/errors.hpp>
 
@@ -26,116 +27,27 @@ namespace dtl::detail {
 /// user sees what dtl saw ("a string (\"abc\")", "an integer (3)", "an empty mapping").
 ///
 ///     describe_json(nlohmann::json("abc")) == "a string (\"abc\")"
-inline std::string describe_json(const nlohmann::json& value) {
-  const auto shown = [&] {
-    std::string text = value.dump();
-    constexpr std::size_t max_shown = 40;
-    if (text.size() > max_shown) text = text.substr(0, max_shown - 3) + "...";
-    return " (" + text + ")";
-  };
-  switch (value.type()) {
-    case nlohmann::json::value_t::null:
-      return "null";
-    case nlohmann::json::value_t::boolean:
-      return "a boolean" + shown();
-    case nlohmann::json::value_t::number_integer:
-    case nlohmann::json::value_t::number_unsigned:
-      return "an integer" + shown();
-    case nlohmann::json::value_t::number_float:
-      return "a floating-point number" + shown();
-    case nlohmann::json::value_t::string:
-      return "a string" + shown();
-    case nlohmann::json::value_t::array:
-      return value.empty() ? "an empty list" : "a list" + shown();
-    case nlohmann::json::value_t::object:
-      return value.empty() ? "an empty mapping" : "a mapping" + shown();
-    case nlohmann::json::value_t::binary:
-      return "a binary value";
-    case nlohmann::json::value_t::discarded:
-      break;
-  }
-  return "an invalid value";
-}
+DTL_INLINE std::string describe_json(const nlohmann::json& value);
 
 /// Splits a dotted hyperparameter name into its segments; an empty segment ("a..b", ".a") is
 /// reported by the caller, who knows where the name came from.
-inline std::vector<std::string> split_dotted(std::string_view name) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t dot = name.find('.', start);
-    parts.emplace_back(name.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
-    if (dot == std::string_view::npos) break;
-    start = dot + 1;
-  }
-  return parts;
-}
+DTL_INLINE std::vector<std::string> split_dotted(std::string_view name);
 
-inline bool has_empty_segment(std::string_view name) {
-  for (const auto& part : split_dotted(name)) {
-    if (part.empty()) return true;
-  }
-  return false;
-}
+DTL_INLINE bool has_empty_segment(std::string_view name);
 
 /// The value a (possibly dotted) name refers to, or nullptr. A key that itself contains dots is
 /// found first, so hyperparameters named "model.lr" in a flat mapping still work.
-inline const nlohmann::json* find_hparam(const nlohmann::json& hparams, std::string_view name) {
-  if (!hparams.is_object()) return nullptr;
-  if (auto it = hparams.find(name); it != hparams.end()) return &*it;
-  const nlohmann::json* node = &hparams;
-  for (const auto& part : split_dotted(name)) {
-    if (!node->is_object()) return nullptr;
-    auto it = node->find(part);
-    if (it == node->end()) return nullptr;
-    node = &*it;
-  }
-  return node;
-}
+DTL_INLINE const nlohmann::json* find_hparam(const nlohmann::json& hparams, std::string_view name);
 
 /// Every name `find_hparam` accepts for a leaf value, dotted, in key order: what a "not set"
 /// error lists and matches typos against.
-inline void collect_hparam_names(const nlohmann::json& node, const std::string& prefix, std::vector<std::string>& out) {
-  if (node.is_object() && !node.empty()) {
-    for (const auto& [key, child] : node.items()) {
-      collect_hparam_names(child, prefix.empty() ? key : prefix + "." + key, out);
-    }
-  } else if (!prefix.empty()) {
-    out.push_back(prefix);
-  }
-}
+DTL_INLINE void collect_hparam_names(const nlohmann::json& node, const std::string& prefix,
+                                     std::vector<std::string>& out);
 
-[[noreturn]] inline void throw_hparam_not_set(const nlohmann::json& hparams, std::string_view name) {
-  std::vector<std::string> known;
-  collect_hparam_names(hparams, "", known);
-  std::string message = "hyperparameter '" + std::string(name) + "' is not set" + did_you_mean(name, known) +
-                        "; pass --hparam " + std::string(name) + "=VALUE or add it to hyperparameters in the config";
-  if (known.empty()) {
-    message += " (no hyperparameters are set)";
-  } else {
-    // A long list would bury the line; the first names are enough to spot a naming scheme.
-    constexpr std::size_t max_listed = 20;
-    message += " (known: ";
-    for (std::size_t i = 0; i < known.size() && i < max_listed; ++i) message += (i ? ", " : "") + known[i];
-    if (known.size() > max_listed) message += ", ... " + std::to_string(known.size() - max_listed) + " more";
-    message += ")";
-  }
-  throw ConfigError(message);
-}
+[[noreturn]] DTL_INLINE void throw_hparam_not_set(const nlohmann::json& hparams, std::string_view name);
 
-[[noreturn]] inline void throw_hparam_type(std::string_view name, const nlohmann::json& value,
-                                           std::string_view expected, bool numeric_expected = false) {
-  std::string message =
-      "hyperparameter '" + std::string(name) + "' is " + describe_json(value) + ", expected " + std::string(expected);
-  // A quoted number in YAML or JSON is a string; say how to write it so it parses as a number.
-  if (value.is_string()) {
-    const auto unquoted = nlohmann::json::parse(value.get_ref<const std::string&>(), nullptr, false);
-    if ((numeric_expected && unquoted.is_number()) || (!numeric_expected && unquoted.is_boolean())) {
-      message += "; write it without quotes (--hparam " + std::string(name) + "=" + unquoted.dump() + ")";
-    }
-  }
-  throw ConfigError(message);
-}
+[[noreturn]] DTL_INLINE void throw_hparam_type(std::string_view name, const nlohmann::json& value,
+                                               std::string_view expected, bool numeric_expected = false);
 
 template <class T>
 inline constexpr bool is_hparam_integer =
@@ -225,18 +137,7 @@ T hparam_as(const nlohmann::json& hparams, std::string_view name) {
   return hparam_convert<T>(*value, name);
 }
 
-inline nlohmann::json merge_hparams_into(nlohmann::json base, nlohmann::json override_value) {
-  if (!base.is_object() || !override_value.is_object()) return override_value;
-  for (auto& [key, value] : override_value.items()) {
-    auto it = base.find(key);
-    if (it == base.end()) {
-      base[key] = std::move(value);
-    } else {
-      *it = merge_hparams_into(std::move(*it), std::move(value));
-    }
-  }
-  return base;
-}
+DTL_INLINE nlohmann::json merge_hparams_into(nlohmann::json base, nlohmann::json override_value);
 
 /// Deep merge of two hyperparameter layers: mappings merge key by key, anything else in
 /// `override_value` replaces what `base` had. A null `override_value` (no layer at all, e.g. a
@@ -244,78 +145,24 @@ inline nlohmann::json merge_hparams_into(nlohmann::json base, nlohmann::json ove
 ///
 ///     merge_hparams({{"opt", {{"lr", 1}, {"m", 0.9}}}}, {{"opt", {{"lr", 2}}}})
 ///       == {{"opt", {{"lr", 2}, {"m", 0.9}}}}
-inline nlohmann::json merge_hparams(nlohmann::json base, nlohmann::json override_value) {
-  if (override_value.is_null()) return base;
-  return merge_hparams_into(std::move(base), std::move(override_value));
-}
+DTL_INLINE nlohmann::json merge_hparams(nlohmann::json base, nlohmann::json override_value);
 
 /// Applies `--hparam name=value` overrides in order (a later one wins). A dotted name sets a
 /// value inside nested mappings, creating them as needed; a key that literally contains the dots
 /// is set instead when it exists. The value replaces what was there (a mapping is not merged).
 ///
 ///     apply_overrides(hp, {{"optimizer.lr", 0.01}, {"epochs", 3}});
-inline void apply_overrides(nlohmann::json& hparams,
-                            const std::vector<std::pair<std::string, nlohmann::json>>& overrides) {
-  for (const auto& [name, value] : overrides) {
-    if (hparams.is_null()) hparams = nlohmann::json::object();
-    if (!hparams.is_object()) {
-      throw ConfigError("cannot apply --hparam " + name + "=...: the hyperparameters are " + describe_json(hparams) +
-                        ", not a mapping of names to values");
-    }
-    if (name.empty() || has_empty_segment(name)) {
-      throw ConfigError("invalid hyperparameter name '" + name +
-                        "': a name needs text between its dots; write e.g. --hparam optimizer.lr=0.1");
-    }
-    if (auto it = hparams.find(name); it != hparams.end()) {
-      *it = value;
-      continue;
-    }
-    const auto parts = split_dotted(name);
-    nlohmann::json* node = &hparams;
-    std::string walked;
-    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-      walked += (i ? "." : "") + parts[i];
-      nlohmann::json& child = (*node)[parts[i]];
-      if (child.is_null()) child = nlohmann::json::object();
-      if (!child.is_object()) {
-        throw ConfigError("cannot apply --hparam " + name + "=...: hyperparameter '" + walked + "' is " +
-                          describe_json(child) + ", not a mapping; override '" + walked + "' itself instead");
-      }
-      node = &child;
-    }
-    (*node)[parts.back()] = value;
-  }
-}
+DTL_INLINE void apply_overrides(nlohmann::json& hparams,
+                                const std::vector<std::pair<std::string, nlohmann::json>>& overrides);
 
 /// Prefix for errors about a config value: "experiment.yaml: searcher.max_length: ".
-[[noreturn]] inline void throw_at(std::string_view source, std::string_view key_path, const std::string& what) {
-  std::string message(source);
-  if (!key_path.empty()) message += std::string(message.empty() ? "" : ": ") + std::string(key_path);
-  throw ConfigError(message + ": " + what);
-}
+[[noreturn]] DTL_INLINE void throw_at(std::string_view source, std::string_view key_path, const std::string& what);
 
-inline double spec_number(const nlohmann::json& spec, std::string_view key, std::string_view source,
-                          const std::string& path) {
-  auto it = spec.find(key);
-  if (it == spec.end()) throw_at(source, path, "missing '" + std::string(key) + "'");
-  if (!it->is_number()) throw_at(source, path + "." + std::string(key), "expected a number, got " + describe_json(*it));
-  return it->get<double>();
-}
+DTL_INLINE double spec_number(const nlohmann::json& spec, std::string_view key, std::string_view source,
+                              const std::string& path);
 
-inline std::int64_t spec_integer(const nlohmann::json& spec, std::string_view key, std::string_view source,
-                                 const std::string& path) {
-  auto it = spec.find(key);
-  if (it == spec.end()) throw_at(source, path, "missing '" + std::string(key) + "'");
-  if (it->is_number_integer() && !it->is_number_unsigned()) return it->get<std::int64_t>();
-  if (it->is_number_unsigned() && std::in_range<std::int64_t>(it->get<std::uint64_t>())) {
-    return static_cast<std::int64_t>(it->get<std::uint64_t>());
-  }
-  if (it->is_number_float()) {
-    const double d = it->get<double>();
-    if (std::isfinite(d) && d == std::trunc(d) && std::abs(d) < 9.2e18) return static_cast<std::int64_t>(d);
-  }
-  throw_at(source, path + "." + std::string(key), "expected an integer, got " + describe_json(*it));
-}
+DTL_INLINE std::int64_t spec_integer(const nlohmann::json& spec, std::string_view key, std::string_view source,
+                                     const std::string& path);
 
 inline nlohmann::json resolve_hparam_value(const nlohmann::json& value, std::string_view source,
                                            const std::string& path);
@@ -329,70 +176,16 @@ inline nlohmann::json resolve_hparam_value(const nlohmann::json& value, std::str
 ///
 ///     resolve_hyperparameters({{"lr", {{"type", "log"}, {"base", 10}, {"minval", -4}, {"maxval", -2}}}},
 ///                             "experiment.yaml")   // {"lr": 0.001}
-inline nlohmann::json resolve_hyperparameters(const nlohmann::json& section, std::string_view source,
-                                              const std::string& path = "hyperparameters") {
-  if (section.is_null()) return nlohmann::json::object();
-  if (!section.is_object()) {
-    throw_at(source, path, "expected a mapping of hyperparameter names to values, got " + describe_json(section));
-  }
-  nlohmann::json resolved = nlohmann::json::object();
-  for (const auto& [name, value] : section.items()) {
-    resolved[name] = resolve_hparam_value(value, source, path + "." + name);
-  }
-  return resolved;
-}
+DTL_INLINE nlohmann::json resolve_hyperparameters(const nlohmann::json& section, std::string_view source,
+                                                  const std::string& path = "hyperparameters");
 
-inline nlohmann::json resolve_hparam_value(const nlohmann::json& value, std::string_view source,
-                                           const std::string& path) {
-  if (!value.is_object()) return value;
-  auto type_it = value.find("type");
-  if (type_it == value.end()) return resolve_hyperparameters(value, source, path);
-
-  static constexpr std::string_view types[] = {"const", "int", "double", "log", "categorical"};
-  if (!type_it->is_string()) {
-    throw_at(source, path + ".type",
-             "expected one of const, int, double, log, categorical, got " + describe_json(*type_it));
-  }
-  const std::string& type = type_it->get_ref<const std::string&>();
-  if (type == "const") {
-    auto val = value.find("val");
-    if (val == value.end()) throw_at(source, path, "a const hyperparameter needs 'val'; write {type: const, val: X}");
-    return *val;  // the value is used as written, even a mapping
-  }
-  if (type == "int") {
-    const std::int64_t lo = spec_integer(value, "minval", source, path);
-    const std::int64_t hi = spec_integer(value, "maxval", source, path);
-    if (lo > hi)
-      throw_at(source, path, "minval (" + std::to_string(lo) + ") is greater than maxval (" + std::to_string(hi) + ")");
-    return std::midpoint(lo, hi);  // rounds towards lo, i.e. down
-  }
-  if (type == "double" || type == "log") {
-    const double lo = spec_number(value, "minval", source, path);
-    const double hi = spec_number(value, "maxval", source, path);
-    if (lo > hi)
-      throw_at(source, path,
-               "minval (" + nlohmann::json(lo).dump() + ") is greater than maxval (" + nlohmann::json(hi).dump() + ")");
-    if (type == "double") return std::midpoint(lo, hi);
-    const double base = spec_number(value, "base", source, path);
-    if (!(base > 0))
-      throw_at(source, path + ".base", "expected a positive number, got " + describe_json(value["base"]));
-    return std::pow(base, std::midpoint(lo, hi));
-  }
-  if (type == "categorical") {
-    auto vals = value.find("vals");
-    if (vals == value.end())
-      throw_at(source, path, "a categorical hyperparameter needs 'vals'; write {type: categorical, vals: [a, b]}");
-    if (!vals->is_array() || vals->empty()) {
-      throw_at(source, path + ".vals", "expected a non-empty list, got " + describe_json(*vals));
-    }
-    return vals->front();
-  }
-  throw_at(source, path + ".type",
-           "unknown hyperparameter type '" + type + "'" + did_you_mean(type, types) +
-               "; expected const, int, double, log or categorical (for a mapping value with a 'type' key, "
-               "write {type: const, val: {...}})");
-}
+DTL_INLINE nlohmann::json resolve_hparam_value(const nlohmann::json& value, std::string_view source,
+                                               const std::string& path);
 
 }  // namespace dtl::detail
+
+#ifndef DTL_COMPILED_LIB
+#include <dtl/config/hparams-inl.hpp>
+#endif
 
 #endif  // DTL_CONFIG_HPARAMS_HPP

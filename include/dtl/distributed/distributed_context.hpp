@@ -8,16 +8,12 @@
 
 #include <torch/torch.h>
 
+#include <dtl/detail/compiled_lib.hpp>
 #include <dtl/distributed/options.hpp>
 #include <dtl/errors.hpp>
 
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#if defined(DTL_WITH_CUDA) && defined(USE_C10D_NCCL)
-#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
-#endif
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -72,62 +68,7 @@ class DistributedContext {
 
   /// Joins the run `o` describes: rendezvous on the store, then a process group. Blocks until
   /// every rank has joined, at most `o.timeout`.
-  explicit DistributedContext(DistributedOptions o) {
-    o.validate();
-    rank = o.rank, size = o.size, local_rank = o.local_rank, local_size = o.local_size;
-    cross_rank = o.cross_rank, cross_size = o.cross_size;
-    if (size == 1) return;
-    auto comm = std::make_shared<detail::Communicator>();
-    comm->timeout = o.timeout;
-    comm->rank = rank;
-    comm->size = size;
-    const std::string where = o.master_addr + ":" + std::to_string(o.master_port);
-    try {
-      c10d::TCPStoreOptions so;
-      so.port = o.master_port;
-      so.isServer = !o.launcher_hosts_store && rank == 0;
-      so.numWorkers = o.launcher_hosts_store ? c10::nullopt : c10::optional<std::size_t>(size);
-      so.waitWorkers = false;
-      so.timeout = o.timeout;
-      so.multiTenant = true;
-      c10::intrusive_ptr<c10d::Store> tcp = c10::make_intrusive<c10d::TCPStore>(o.master_addr, so);
-      if (!o.store_prefix.empty()) tcp = c10::make_intrusive<c10d::PrefixStore>(o.store_prefix, tcp);
-      comm->store = c10::make_intrusive<c10d::PrefixStore>("dtl/", tcp);
-    } catch (const std::exception& e) {
-      throw DistributedError("dtl: rank " + std::to_string(rank) + " could not reach the rendezvous store at " + where +
-                             " within " + seconds(o.timeout) + ": " + first_line(e.what()) +
-                             " (is rank 0 running, and MASTER_ADDR/MASTER_PORT the same on every rank?)");
-    }
-    try {
-      if (o.backend == DistributedBackend::nccl) {
-#if defined(DTL_WITH_CUDA) && defined(USE_C10D_NCCL)
-        auto opts = c10d::ProcessGroupNCCL::Options::create();
-        opts->timeout = o.timeout;
-        comm->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(comm->store, static_cast<int>(rank),
-                                                                  static_cast<int>(size), opts);
-#else
-        throw ConfigError("dtl: the NCCL backend needs a CUDA LibTorch and a build with -Dcuda=true");
-#endif
-      } else {
-        auto opts = c10d::ProcessGroupGloo::Options::create(o.timeout);
-        if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
-          opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-        else if (o.master_addr == "127.0.0.1" || o.master_addr == "localhost")
-          opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-        else
-          opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-        comm->group = c10::make_intrusive<c10d::ProcessGroupGloo>(comm->store, static_cast<int>(rank),
-                                                                  static_cast<int>(size), opts);
-      }
-    } catch (const ConfigError&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw DistributedError("dtl: rank " + std::to_string(rank) + " could not connect to its " +
-                             std::to_string(size - 1) + " peers within " + seconds(o.timeout) + ": " +
-                             first_line(e.what()) + " (did every rank start? WORLD_SIZE=" + std::to_string(size) + ")");
-    }
-    comm_ = std::move(comm);
-  }
+  DTL_INLINE explicit DistributedContext(DistributedOptions o);
 
   [[nodiscard]] bool is_chief() const noexcept { return rank == 0; }
   [[nodiscard]] bool is_local_chief() const noexcept { return local_rank == 0; }
@@ -245,84 +186,34 @@ class DistributedContext {
   }
 
   /// Waits until every rank has reached it.
-  void barrier() const {
-    if (!comm_) return;
-    run("barrier", [&] { comm_->group->barrier()->wait(); });
-  }
+  DTL_INLINE void barrier() const;
 
   // ---- tensor collectives (what the gradient synchronizer and the Trainer use) -------------
 
   /// Sums `t` across ranks, in place (blocking).
-  void allreduce_sum_(torch::Tensor& t) const {
-    if (!comm_) return;
-    std::vector<torch::Tensor> v{t};
-    run("allreduce", [&] { comm_->group->allreduce(v)->wait(); });
-  }
+  DTL_INLINE void allreduce_sum_(torch::Tensor& t) const;
   /// Elementwise maximum across ranks, in place (blocking).
-  void allreduce_max_(torch::Tensor& t) const {
-    if (!comm_) return;
-    std::vector<torch::Tensor> v{t};
-    c10d::AllreduceOptions o;
-    o.reduceOp = c10d::ReduceOp::MAX;
-    run("allreduce", [&] { comm_->group->allreduce(v, o)->wait(); });
-  }
+  DTL_INLINE void allreduce_max_(torch::Tensor& t) const;
   /// Starts a sum across ranks of `t` in place; wait on the handle with `wait()`.
-  [[nodiscard]] c10::intrusive_ptr<c10d::Work> allreduce_sum_async_(torch::Tensor& t) const {
-    std::vector<torch::Tensor> v{t};
-    c10::intrusive_ptr<c10d::Work> w;
-    run("allreduce", [&] { w = comm_->group->allreduce(v); });
-    return w;
-  }
+  [[nodiscard]] DTL_INLINE c10::intrusive_ptr<c10d::Work> allreduce_sum_async_(torch::Tensor& t) const;
   /// Waits for an asynchronous collective, turning a failure into a DistributedError.
-  void wait(const c10::intrusive_ptr<c10d::Work>& w, const char* what) const {
-    run(what, [&] { w->wait(); });
-  }
+  DTL_INLINE void wait(const c10::intrusive_ptr<c10d::Work>& w, const char* what) const;
   /// Overwrites `t` with the chief's values (blocking).
-  void broadcast_(torch::Tensor& t) const {
-    if (!comm_) return;
-    std::vector<torch::Tensor> v{t};
-    run("broadcast", [&] { comm_->group->broadcast(v)->wait(); });
-  }
+  DTL_INLINE void broadcast_(torch::Tensor& t) const;
 
   /// Tells the other ranks why this one is about to fail, so that their errors can name it.
   /// Best effort: never throws.
-  void post_failure(const std::string& what) const noexcept {
-    if (!comm_ || comm_->failure_posted) return;
-    try {
-      const std::string msg = "rank " + std::to_string(rank) + " failed: " + first_line(what);
-      comm_->store->set(detail::failure_key, std::vector<std::uint8_t>(msg.begin(), msg.end()));
-      comm_->failure_posted = true;
-    } catch (...) {
-    }
-  }
+  DTL_INLINE void post_failure(const std::string& what) const noexcept;
   /// The underlying process group (null in a single process), for user collectives.
-  [[nodiscard]] c10::intrusive_ptr<c10d::ProcessGroup> process_group() const {
-    return comm_ ? comm_->group : c10::intrusive_ptr<c10d::ProcessGroup>();
-  }
-  [[nodiscard]] std::chrono::milliseconds timeout() const noexcept {
-    return comm_ ? comm_->timeout : std::chrono::milliseconds(0);
-  }
+  [[nodiscard]] DTL_INLINE c10::intrusive_ptr<c10d::ProcessGroup> process_group() const;
+  [[nodiscard]] DTL_INLINE std::chrono::milliseconds timeout() const noexcept;
 
  private:
-  static std::string first_line(const std::string& s) {
-    const auto nl = s.find('\n');
-    return nl == std::string::npos ? s : s.substr(0, nl);
-  }
-  static std::string seconds(std::chrono::milliseconds t) {
-    return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(t).count()) + " s";
-  }
+  DTL_INLINE static std::string first_line(const std::string& s);
+  DTL_INLINE static std::string seconds(std::chrono::milliseconds t);
 
   /// What a peer posted before failing, if anything (a quick look; never blocks long).
-  [[nodiscard]] std::string peer_failure() const {
-    try {
-      if (comm_->store->check({detail::failure_key})) {
-        auto v = comm_->store->get(detail::failure_key);
-        return std::string(v.begin(), v.end());
-      }
-    } catch (...) {
-    }
-    return {};
-  }
+  [[nodiscard]] DTL_INLINE std::string peer_failure() const;
 
   template <class F>
   void run(const char* what, F&& f) const {
@@ -343,47 +234,19 @@ class DistributedContext {
     }
   }
 
-  [[nodiscard]] std::vector<std::vector<std::uint8_t>> allgather_bytes(const std::vector<std::uint8_t>& mine,
-                                                                       const char* what) const {
-    const auto n = static_cast<std::size_t>(size);
-    // Lengths first, then every rank's bytes padded to the longest.
-    auto len = torch::tensor({static_cast<std::int64_t>(mine.size())}, torch::kLong);
-    std::vector<std::vector<torch::Tensor>> lens_out(1);
-    for (std::size_t i = 0; i < n; ++i) lens_out[0].push_back(torch::empty({1}, torch::kLong));
-    std::vector<torch::Tensor> lens_in{len};
-    run(what, [&] { comm_->group->allgather(lens_out, lens_in)->wait(); });
-    std::int64_t longest = 0;
-    for (const auto& t : lens_out[0]) longest = std::max(longest, t.item<std::int64_t>());
-    auto buf = torch::zeros({std::max<std::int64_t>(longest, 1)}, torch::kUInt8);
-    std::copy(mine.begin(), mine.end(), buf.data_ptr<std::uint8_t>());
-    std::vector<std::vector<torch::Tensor>> out(1);
-    for (std::size_t i = 0; i < n; ++i) out[0].push_back(torch::empty_like(buf));
-    std::vector<torch::Tensor> in{buf};
-    run(what, [&] { comm_->group->allgather(out, in)->wait(); });
-    std::vector<std::vector<std::uint8_t>> result(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto* p = out[0][i].data_ptr<std::uint8_t>();
-      result[i].assign(p, p + lens_out[0][i].item<std::int64_t>());
-    }
-    return result;
-  }
+  [[nodiscard]] DTL_INLINE std::vector<std::vector<std::uint8_t>> allgather_bytes(const std::vector<std::uint8_t>& mine,
+                                                                                  const char* what) const;
 
-  [[nodiscard]] std::vector<std::uint8_t> broadcast_bytes(std::vector<std::uint8_t> mine, const char* what) const {
-    auto len = torch::tensor({static_cast<std::int64_t>(mine.size())}, torch::kLong);
-    std::vector<torch::Tensor> v{len};
-    run(what, [&] { comm_->group->broadcast(v)->wait(); });
-    const auto n = len.item<std::int64_t>();
-    auto buf = torch::zeros({std::max<std::int64_t>(n, 1)}, torch::kUInt8);
-    if (is_chief()) std::copy(mine.begin(), mine.end(), buf.data_ptr<std::uint8_t>());
-    std::vector<torch::Tensor> b{buf};
-    run(what, [&] { comm_->group->broadcast(b)->wait(); });
-    const auto* p = buf.data_ptr<std::uint8_t>();
-    return std::vector<std::uint8_t>(p, p + n);
-  }
+  [[nodiscard]] DTL_INLINE std::vector<std::uint8_t> broadcast_bytes(std::vector<std::uint8_t> mine,
+                                                                     const char* what) const;
 
   std::shared_ptr<detail::Communicator> comm_;
 };
 
 }  // namespace dtl
+
+#ifndef DTL_COMPILED_LIB
+#include <dtl/distributed/distributed_context-inl.hpp>
+#endif
 
 #endif  // DTL_DISTRIBUTED_DISTRIBUTED_CONTEXT_HPP

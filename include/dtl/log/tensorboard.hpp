@@ -9,6 +9,7 @@
 #define DTL_LOG_TENSORBOARD_HPP
 
 #include <algorithm>
+
 #include <array>
 #include <atomic>
 #include <bit>
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <dtl/detail/compiled_lib.hpp>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -158,58 +160,31 @@ constexpr char* put_key(char* p, std::uint32_t field, WireType type) {
 }
 
 /// Copies `s` to `p`.
-inline char* put_bytes(char* p, std::string_view s) {
-  if (!s.empty()) std::memcpy(p, s.data(), s.size());
-  return p + s.size();
-}
+DTL_INLINE char* put_bytes(char* p, std::string_view s);
 
 /// Appends `v` as a varint: `append_varint(out, 300)` appends `AC 02`.
-inline void append_varint(std::string& out, std::uint64_t v) {
-  char tmp[10];
-  out.append(tmp, static_cast<std::size_t>(put_varint(tmp, v) - tmp));
-}
+DTL_INLINE void append_varint(std::string& out, std::uint64_t v);
 
 /// Appends `v` little-endian in 4 bytes.
-inline void append_fixed32(std::string& out, std::uint32_t v) {
-  char tmp[4];
-  out.append(tmp, static_cast<std::size_t>(put_fixed32(tmp, v) - tmp));
-}
+DTL_INLINE void append_fixed32(std::string& out, std::uint32_t v);
 
 /// Appends `v` little-endian in 8 bytes.
-inline void append_fixed64(std::string& out, std::uint64_t v) {
-  char tmp[8];
-  out.append(tmp, static_cast<std::size_t>(put_fixed64(tmp, v) - tmp));
-}
+DTL_INLINE void append_fixed64(std::string& out, std::uint64_t v);
 
 /// Appends a field key: `append_key(out, 2, WireType::fixed32)` appends `15`.
-inline void append_key(std::string& out, std::uint32_t field, WireType type) {
-  append_varint(out, (std::uint64_t{field} << 3) | static_cast<std::uint8_t>(type));
-}
+DTL_INLINE void append_key(std::string& out, std::uint32_t field, WireType type);
 
 /// Appends a `double` field (fixed64): `append_double_field(out, 1, 1.0)` appends `09 00..00 F0 3F`.
-inline void append_double_field(std::string& out, std::uint32_t field, double v) {
-  append_key(out, field, WireType::fixed64);
-  append_fixed64(out, std::bit_cast<std::uint64_t>(v));
-}
+DTL_INLINE void append_double_field(std::string& out, std::uint32_t field, double v);
 
 /// Appends a `float` field (fixed32): `append_float_field(out, 2, 1.0f)` appends `15 00 00 80 3F`.
-inline void append_float_field(std::string& out, std::uint32_t field, float v) {
-  append_key(out, field, WireType::fixed32);
-  append_fixed32(out, std::bit_cast<std::uint32_t>(v));
-}
+DTL_INLINE void append_float_field(std::string& out, std::uint32_t field, float v);
 
 /// Appends an `int64`/`uint64` field (varint).
-inline void append_varint_field(std::string& out, std::uint32_t field, std::uint64_t v) {
-  append_key(out, field, WireType::varint);
-  append_varint(out, v);
-}
+DTL_INLINE void append_varint_field(std::string& out, std::uint32_t field, std::uint64_t v);
 
 /// Appends a `string`/`bytes`/sub-message field whose content is `bytes`.
-inline void append_bytes_field(std::string& out, std::uint32_t field, std::string_view bytes) {
-  append_key(out, field, WireType::length_delimited);
-  append_varint(out, bytes.size());
-  out.append(bytes);
-}
+DTL_INLINE void append_bytes_field(std::string& out, std::uint32_t field, std::string_view bytes);
 
 // Field numbers of tensorflow/core/util/event.proto and tensorflow/core/framework/summary.proto.
 inline constexpr std::uint32_t event_wall_time = 1;     // double
@@ -235,116 +210,51 @@ constexpr std::size_t scalar_event_size(double wall_time, std::int64_t step, std
 /// Writes `Event{wall_time, step, summary{value{tag: tag_prefix + tag_name, simple_value}}}` at `p`
 /// (exactly `scalar_event_size(...)` bytes) and returns the end. The tag comes in two parts so
 /// that `Determined/` + name needs no temporary string.
-inline char* put_scalar_event(char* p, double wall_time, std::int64_t step, std::string_view tag_prefix,
-                              std::string_view tag_name, float value) {
-  const std::size_t tag_size = tag_prefix.size() + tag_name.size();
-  const std::size_t value_size = (tag_size ? 1 + varint_size(tag_size) + tag_size : 0) + 1 + 4;
-  const std::size_t summary_size = 1 + varint_size(value_size) + value_size;
-  if (wall_time != 0.0)
-    p = put_fixed64(put_key(p, event_wall_time, WireType::fixed64), std::bit_cast<std::uint64_t>(wall_time));
-  if (step != 0) p = put_varint(put_key(p, event_step, WireType::varint), static_cast<std::uint64_t>(step));
-  p = put_varint(put_key(p, event_summary, WireType::length_delimited), summary_size);
-  p = put_varint(put_key(p, summary_value, WireType::length_delimited), value_size);
-  if (tag_size) {
-    p = put_varint(put_key(p, value_tag, WireType::length_delimited), tag_size);
-    p = put_bytes(put_bytes(p, tag_prefix), tag_name);
-  }
-  return put_fixed32(put_key(p, value_simple_value, WireType::fixed32), std::bit_cast<std::uint32_t>(value));
-}
+DTL_INLINE char* put_scalar_event(char* p, double wall_time, std::int64_t step, std::string_view tag_prefix,
+                                  std::string_view tag_name, float value);
 
 /// The serialized `Event` of one scalar, e.g. `encode_scalar_event(1.7e9, 100, "Determined/loss", 0.25f)`.
-inline std::string encode_scalar_event(double wall_time, std::int64_t step, std::string_view tag, float value) {
-  std::string out(scalar_event_size(wall_time, step, tag.size()), '\0');
-  put_scalar_event(out.data(), wall_time, step, {}, tag, value);
-  return out;
-}
+DTL_INLINE std::string encode_scalar_event(double wall_time, std::int64_t step, std::string_view tag, float value);
 
 /// The serialized `Event{wall_time, file_version}` every event file starts with:
 /// `encode_file_version_event(now)` carries `"brain.Event:2"`.
-inline std::string encode_file_version_event(double wall_time,
-                                             std::string_view file_version = event_file_version_string) {
-  std::string out;
-  if (wall_time != 0.0) append_double_field(out, event_wall_time, wall_time);
-  append_bytes_field(out, event_file_version, file_version);
-  return out;
-}
+DTL_INLINE std::string encode_file_version_event(double wall_time,
+                                                 std::string_view file_version = event_file_version_string);
 
 // TFRecord framing: [u64 LE length][masked crc32c of those 8 bytes][data][masked crc32c of data].
 inline constexpr std::size_t record_header_size = 12;
 inline constexpr std::size_t record_footer_size = 4;
 
 /// Fills in the header and footer of a record whose `length` data bytes are already at `p + 12`.
-inline void seal_record(char* p, std::size_t length) {
-  put_fixed64(p, length);
-  put_fixed32(p + 8, mask_crc32c(crc32c(std::string_view(p, 8))));
-  put_fixed32(p + record_header_size + length, mask_crc32c(crc32c(std::string_view(p + record_header_size, length))));
-}
+DTL_INLINE void seal_record(char* p, std::size_t length);
 
 /// Appends one TFRecord around `payload`.
-inline void append_record(std::string& out, std::string_view payload) {
-  const std::size_t at = out.size();
-  out.resize(at + record_header_size + payload.size() + record_footer_size);
-  put_bytes(out.data() + at + record_header_size, payload);
-  seal_record(out.data() + at, payload.size());
-}
+DTL_INLINE void append_record(std::string& out, std::string_view payload);
 
 /// One TFRecord around `payload`: u64 LE length, masked CRC32C of those 8 bytes, the payload,
 /// masked CRC32C of the payload. `frame_record(encode_file_version_event(t))` is a file's first record.
-inline std::string frame_record(std::string_view payload) {
-  std::string out;
-  append_record(out, payload);
-  return out;
-}
+DTL_INLINE std::string frame_record(std::string_view payload);
 
 /// Appends the TFRecord of one scalar Event (tag `tag_prefix + tag_name`), encoded in place:
 /// one resize, no temporary. This is SummaryWriter::add_scalar's whole encoding cost.
-inline void append_scalar_record(std::string& out, double wall_time, std::int64_t step, std::string_view tag_prefix,
-                                 std::string_view tag_name, float value) {
-  const std::size_t length = scalar_event_size(wall_time, step, tag_prefix.size() + tag_name.size());
-  const std::size_t at = out.size();
-  out.resize(at + record_header_size + length + record_footer_size);
-  char* p = out.data() + at;
-  put_scalar_event(p + record_header_size, wall_time, step, tag_prefix, tag_name, value);
-  seal_record(p, length);
-}
+DTL_INLINE void append_scalar_record(std::string& out, double wall_time, std::int64_t step, std::string_view tag_prefix,
+                                     std::string_view tag_name, float value);
 
 // ---------------------------------------------------------------------------------------------
 // File naming and I/O.
 
 /// Seconds since the Unix epoch, as TensorBoard's `time.time()`.
-inline double unix_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+DTL_INLINE double unix_seconds();
 
 /// This machine's name, for event file names (TensorBoard's `socket.gethostname()`).
-inline std::string host_name() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "localhost";
-  std::string name(buf);
-  for (char& ch : name)
-    if (ch == '/') ch = '_';  // never a path separator in a file name
-  return name;
-}
+DTL_INLINE std::string host_name();
 
 /// Per-process writer counter, torch.utils.tensorboard's `_global_uid`: two writers created in the
 /// same second by the same process still get distinct file names.
 inline std::atomic<std::uint64_t> event_file_uid{0};
 
 /// `events.out.tfevents.<unix seconds, 10 digits>.<hostname>.<pid>.<uid><suffix>`, torch's format.
-inline std::string event_file_name(double wall_time, std::uint64_t uid, std::string_view suffix) {
-  char secs[32];
-  std::snprintf(secs, sizeof secs, "%010lld", static_cast<long long>(wall_time));
-  std::string name = "events.out.tfevents.";
-  name += secs;
-  name += '.';
-  name += host_name();
-  name += '.';
-  name += std::to_string(static_cast<long long>(::getpid()));
-  name += '.';
-  name += std::to_string(uid);
-  name += suffix;
-  return name;
-}
+DTL_INLINE std::string event_file_name(double wall_time, std::uint64_t uid, std::string_view suffix);
 
 /// The system's text for an errno value: `errno_text(ENOSPC) == "No space left on device"`.
 inline std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
@@ -365,17 +275,11 @@ namespace tensorboard {
 inline constexpr std::string_view tag_prefix = "Determined/";
 
 /// The tag of a training metric: `training_tag("loss") == "Determined/loss"`.
-inline std::string training_tag(std::string_view metric) {
-  std::string tag(tag_prefix);
-  tag += metric;
-  return tag;
-}
+DTL_INLINE std::string training_tag(std::string_view metric);
 
 /// The metric name a validation metric is written under: `"loss"` -> `"val_loss"`, but
 /// `"validation_loss"` and `"val_acc"` stay as they are (Determined tests `startswith("val")`).
-inline std::string validation_name(std::string_view metric) {
-  return metric.starts_with("val") ? std::string(metric) : "val_" + std::string(metric);
-}
+DTL_INLINE std::string validation_name(std::string_view metric);
 
 /// The tag of a validation metric: `validation_tag("accuracy") == "Determined/val_accuracy"`.
 inline std::string validation_tag(std::string_view metric) { return training_tag(validation_name(metric)); }
@@ -408,50 +312,13 @@ struct SummaryWriterOptions {
 class SummaryWriter {
  public:
   /// Opens a new event file in `log_dir` (created if missing).
-  explicit SummaryWriter(std::filesystem::path log_dir, SummaryWriterOptions options = {})
-      : log_dir_(std::move(log_dir)), options_(std::move(options)) {
-    std::error_code ec;
-    std::filesystem::create_directories(log_dir_, ec);
-    if (ec)
-      throw TensorBoardError("dtl: cannot create TensorBoard log directory " + log_dir_.string() + ": " + ec.message());
-    const double now = detail::unix_seconds();
-    // O_EXCL: a name already taken (another process on a host with the same name and pid, or a
-    // file left over in a reused directory) is never appended to; the next uid is tried instead.
-    for (int attempt = 0;; ++attempt) {
-      path_ = log_dir_ / detail::event_file_name(now, detail::event_file_uid.fetch_add(1), options_.filename_suffix);
-      fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      if (fd_ >= 0) break;
-      const int err = errno;
-      if (err != EEXIST || attempt == 1000)
-        throw TensorBoardError("dtl: cannot create TensorBoard event file " + path_.string() + ": " +
-                               detail::errno_text(err));
-    }
-    detail::append_record(buffer_, detail::encode_file_version_event(now));
-    // Written at once so that a usable (if empty) file exists and a read-only or full disk
-    // shows up here rather than at the first flush.
-    try {
-      flush();
-    } catch (...) {
-      ::close(std::exchange(fd_, -1));  // no destructor runs for a throwing constructor
-      throw;
-    }
-  }
+  DTL_INLINE explicit SummaryWriter(std::filesystem::path log_dir, SummaryWriterOptions options = {});
 
   SummaryWriter(const SummaryWriter&) = delete;
   SummaryWriter& operator=(const SummaryWriter&) = delete;
 
   /// Moves the open file; the moved-from writer is closed and writes nothing.
-  SummaryWriter(SummaryWriter&& other) noexcept
-      : log_dir_(std::move(other.log_dir_)),
-        path_(std::move(other.path_)),
-        options_(std::move(other.options_)),
-        fd_(std::exchange(other.fd_, -1)),
-        buffer_(std::move(other.buffer_)),
-        queued_(std::exchange(other.queued_, 0)),
-        last_flush_(other.last_flush_),
-        children_(std::move(other.children_)) {
-    other.buffer_.clear();
-  }
+  DTL_INLINE SummaryWriter(SummaryWriter&& other) noexcept;
 
   /// Closes this writer's file (flushing it) and takes over `other`'s.
   SummaryWriter& operator=(SummaryWriter&& other) noexcept {
@@ -582,22 +449,10 @@ class SummaryWriter {
   // The per-scalar path: encode into the buffer and write once per max_queue records. `now` is
   // read once per call by the public functions (a vDSO clock read, no system call) and serves
   // both as the default wall_time and for the flush deadline.
-  void add_scalar_parts(std::string_view prefix, std::string_view name, double value, std::int64_t step,
-                        double wall_time, double now) {
-    if (fd_ < 0) return;
-    detail::append_scalar_record(buffer_, wall_time, step, prefix, name, static_cast<float>(value));
-    // `now < last_flush_`: the clock went back; flushing is the safe reading of that.
-    if (++queued_ >= options_.max_queue || now - last_flush_ >= options_.flush_secs || now < last_flush_) flush();
-  }
+  DTL_INLINE void add_scalar_parts(std::string_view prefix, std::string_view name, double value, std::int64_t step,
+                                   double wall_time, double now);
 
-  void close_quietly() noexcept {
-    try {
-      close();
-    } catch (const std::exception& e) {
-      std::cerr << "[dtl] warning: " << e.what() << '\n';
-      if (fd_ >= 0) ::close(std::exchange(fd_, -1));
-    }
-  }
+  DTL_INLINE void close_quietly() noexcept;
 
   std::filesystem::path log_dir_;
   std::filesystem::path path_;
@@ -629,43 +484,18 @@ class BatchMetricWriter {
   /// End of a training workload that ended at `steps_completed` batches. Batch `i` of the
   /// `batch_metrics.size()` batches is written at step `steps_completed - size + i`; a metric of
   /// `metrics` that no batch reported (a custom reducer's) at `steps_completed`. Then flushes.
-  void on_train_step_end(std::int64_t steps_completed, const ScalarMetrics& metrics,
-                         const std::vector<ScalarMetrics>& batch_metrics = {}) {
-    const auto n = static_cast<std::int64_t>(batch_metrics.size());
-    for (std::int64_t i = 0; i < n; ++i)
-      writer_->write_training_metrics(batch_metrics[static_cast<std::size_t>(i)], steps_completed - n + i);
-    std::set<std::string_view> seen;
-    for (const auto& batch : batch_metrics)
-      for (const auto& entry : batch) seen.insert(entry.first);
-    ScalarMetrics unseen;
-    for (const auto& entry : metrics)
-      if (!seen.contains(entry.first)) unseen.push_back(entry);
-    writer_->write_training_metrics(unseen, steps_completed);
-    writer_->flush();
-  }
+  DTL_INLINE void on_train_step_end(std::int64_t steps_completed, const ScalarMetrics& metrics,
+                                    const std::vector<ScalarMetrics>& batch_metrics = {});
 
   /// The same from columns: `columns[k][i]` is metric `names[k]` of batch i. No per-batch
   /// containers are built: one clock read, then each value is encoded straight into the buffer.
-  void on_train_step_end(std::int64_t steps_completed, const ScalarMetrics& metrics,
-                         std::span<const std::string_view> names, std::span<const std::vector<double>> columns) {
-    std::size_t n = 0;
-    for (const auto& c : columns) n = std::max(n, c.size());
-    for (std::size_t k = 0; k < names.size(); ++k)
-      writer_->write_column(tensorboard::tag_prefix, names[k], columns[k],
-                            steps_completed - static_cast<std::int64_t>(columns[k].size()));
-    ScalarMetrics unseen;
-    for (const auto& entry : metrics)
-      if (std::find(names.begin(), names.end(), entry.first) == names.end()) unseen.push_back(entry);
-    writer_->write_training_metrics(unseen, steps_completed);
-    writer_->flush();
-  }
+  DTL_INLINE void on_train_step_end(std::int64_t steps_completed, const ScalarMetrics& metrics,
+                                    std::span<const std::string_view> names,
+                                    std::span<const std::vector<double>> columns);
 
   /// End of a validation at `steps_completed` batches: `Determined/val_<name>` (names starting
   /// with "val" unchanged) at `steps_completed`. Then flushes.
-  void on_validation_step_end(std::int64_t steps_completed, const ScalarMetrics& metrics) {
-    writer_->write_validation_metrics(metrics, steps_completed);
-    writer_->flush();
-  }
+  DTL_INLINE void on_validation_step_end(std::int64_t steps_completed, const ScalarMetrics& metrics);
 
   /// The underlying writer, for scalars of your own (Determined's `TorchWriter().writer`).
   SummaryWriter& writer() noexcept { return *writer_; }
@@ -675,5 +505,9 @@ class BatchMetricWriter {
 };
 
 }  // namespace dtl
+
+#ifndef DTL_COMPILED_LIB
+#include <dtl/log/tensorboard-inl.hpp>
+#endif
 
 #endif  // DTL_LOG_TENSORBOARD_HPP

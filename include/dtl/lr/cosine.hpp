@@ -3,6 +3,7 @@
 #ifndef DTL_LR_COSINE_HPP
 #define DTL_LR_COSINE_HPP
 
+#include <dtl/detail/compiled_lib.hpp>
 #include <dtl/lr/scheduler.hpp>
 
 #include <cmath>
@@ -15,47 +16,14 @@ namespace dtl::lr {
 /// half cosine, and back up over the next T_max (it is periodic, as in Python).
 class CosineAnnealingLR : public LRScheduler {
  public:
-  CosineAnnealingLR(std::shared_ptr<torch::optim::Optimizer> optimizer, std::int64_t T_max, double eta_min = 0)
-      : LRScheduler(std::move(optimizer)), T_max_(T_max), eta_min_(eta_min) {
-    if (T_max < 1) detail::invalid("CosineAnnealingLR", "T_max must be >= 1, got " + std::to_string(T_max));
-    start();
-  }
-  [[nodiscard]] nlohmann::json state_dict() const override {
-    auto j = LRScheduler::state_dict();
-    j["T_max"] = T_max_;
-    j["eta_min"] = eta_min_;
-    return j;
-  }
-  void load_state_dict(const nlohmann::json& state) override {
-    LRScheduler::load_state_dict(state);
-    detail::load_if_present(state, "T_max", T_max_);
-    detail::load_if_present(state, "eta_min", eta_min_);
-  }
+  DTL_INLINE CosineAnnealingLR(std::shared_ptr<torch::optim::Optimizer> optimizer, std::int64_t T_max,
+                               double eta_min = 0);
+  [[nodiscard]] DTL_INLINE nlohmann::json state_dict() const override;
+  DTL_INLINE void load_state_dict(const nlohmann::json& state) override;
 
  protected:
-  void get_lr(std::span<double> lrs) override {
-    constexpr double pi = std::numbers::pi;
-    const auto e = last_epoch();
-    const auto T = static_cast<double>(T_max_);
-    const auto& base = base_lrs();
-    if (e == 0) return;
-    if (step_count() == 1 && e > 0) {
-      for (std::size_t i = 0; i < lrs.size(); ++i)
-        lrs[i] = eta_min_ + (base[i] - eta_min_) * (1 + std::cos(static_cast<double>(e) * pi / T)) / 2;
-    } else if ((e - 1 - T_max_) % (2 * T_max_) == 0) {
-      for (std::size_t i = 0; i < lrs.size(); ++i) lrs[i] = lrs[i] + (base[i] - eta_min_) * (1 - std::cos(pi / T)) / 2;
-    } else {
-      const double f =
-          (1 + std::cos(pi * static_cast<double>(e) / T)) / (1 + std::cos(pi * static_cast<double>(e - 1) / T));
-      for (auto& v : lrs) v = f * (v - eta_min_) + eta_min_;
-    }
-  }
-  bool closed_form_lr(std::span<double> lrs) override {
-    constexpr double pi = std::numbers::pi;
-    const double c = 1 + std::cos(pi * static_cast<double>(last_epoch()) / static_cast<double>(T_max_));
-    for (std::size_t i = 0; i < lrs.size(); ++i) lrs[i] = eta_min_ + (base_lrs()[i] - eta_min_) * c / 2;
-    return true;
-  }
+  DTL_INLINE void get_lr(std::span<double> lrs) override;
+  DTL_INLINE bool closed_form_lr(std::span<double> lrs) override;
 
  private:
   std::int64_t T_max_;
@@ -67,81 +35,23 @@ class CosineAnnealingLR : public LRScheduler {
 /// `step(epoch)` with a fractional epoch (`scheduler.step(epoch + i / iters)`) works as in Python.
 class CosineAnnealingWarmRestarts : public LRScheduler {
  public:
-  CosineAnnealingWarmRestarts(std::shared_ptr<torch::optim::Optimizer> optimizer, std::int64_t T_0,
-                              std::int64_t T_mult = 1, double eta_min = 0)
-      : LRScheduler(std::move(optimizer)), T_0_(T_0), T_i_(static_cast<double>(T_0)), T_mult_(T_mult),
-        eta_min_(eta_min) {
-    if (T_0 <= 0) detail::invalid("CosineAnnealingWarmRestarts", "Expected positive integer T_0, but got " + std::to_string(T_0));
-    if (T_mult < 1)
-      detail::invalid("CosineAnnealingWarmRestarts", "Expected integer T_mult >= 1, but got " + std::to_string(T_mult));
-    start();
-  }
+  DTL_INLINE CosineAnnealingWarmRestarts(std::shared_ptr<torch::optim::Optimizer> optimizer, std::int64_t T_0,
+                                         std::int64_t T_mult = 1, double eta_min = 0);
 
-  void step() override {
-    if (last_epoch() < 0) {
-      step(0.0);
-      return;
-    }
-    T_cur_ += 1;
-    if (T_cur_ >= T_i_) {
-      T_cur_ -= T_i_;
-      T_i_ *= static_cast<double>(T_mult_);
-    }
-    set_last_epoch(last_epoch() + 1);
-    update_lrs();  // Python's override of step() does not count _step_count
-  }
+  DTL_INLINE void step() override;
   /// Python's `step(epoch)`: jump to `epoch`, which may be fractional.
-  void step(double epoch) {
-    if (epoch < 0) detail::invalid("CosineAnnealingWarmRestarts", "Expected non-negative epoch, but got " + std::to_string(epoch));
-    const auto T0 = static_cast<double>(T_0_);
-    if (epoch >= T0) {
-      if (T_mult_ == 1) {
-        T_cur_ = std::fmod(epoch, T0);
-      } else {
-        const auto m = static_cast<double>(T_mult_);
-        const auto n = static_cast<std::int64_t>(std::log(epoch / T0 * (m - 1) + 1) / std::log(m));
-        T_cur_ = epoch - T0 * (std::pow(m, static_cast<double>(n)) - 1) / (m - 1);
-        T_i_ = T0 * std::pow(m, static_cast<double>(n));
-      }
-    } else {
-      T_i_ = T0;
-      T_cur_ = epoch;
-    }
-    set_last_epoch(static_cast<std::int64_t>(std::floor(epoch)));
-    update_lrs();
-  }
+  DTL_INLINE void step(double epoch);
 
-  [[nodiscard]] nlohmann::json state_dict() const override {
-    auto j = LRScheduler::state_dict();
-    j["T_0"] = T_0_;
-    j["T_i"] = number(T_i_);
-    j["T_mult"] = T_mult_;
-    j["eta_min"] = eta_min_;
-    j["T_cur"] = number(T_cur_);
-    return j;
-  }
-  void load_state_dict(const nlohmann::json& state) override {
-    LRScheduler::load_state_dict(state);
-    detail::load_if_present(state, "T_0", T_0_);
-    detail::load_if_present(state, "T_i", T_i_);
-    detail::load_if_present(state, "T_mult", T_mult_);
-    detail::load_if_present(state, "eta_min", eta_min_);
-    detail::load_if_present(state, "T_cur", T_cur_);
-  }
+  [[nodiscard]] DTL_INLINE nlohmann::json state_dict() const override;
+  DTL_INLINE void load_state_dict(const nlohmann::json& state) override;
 
  protected:
-  void get_lr(std::span<double> lrs) override {
-    const double c = 1 + std::cos(std::numbers::pi * T_cur_ / T_i_);
-    for (std::size_t i = 0; i < lrs.size(); ++i) lrs[i] = eta_min_ + (base_lrs()[i] - eta_min_) * c / 2;
-  }
+  DTL_INLINE void get_lr(std::span<double> lrs) override;
   void step_to(std::int64_t epoch) override { step(static_cast<double>(epoch)); }
 
  private:
   /// An integral value is written as Python's int (what Python holds after integer steps).
-  static nlohmann::json number(double v) {
-    if (std::floor(v) == v && std::abs(v) < 9.0e15) return static_cast<std::int64_t>(v);
-    return v;
-  }
+  DTL_INLINE static nlohmann::json number(double v);
 
   std::int64_t T_0_;
   double T_i_;
@@ -151,5 +61,9 @@ class CosineAnnealingWarmRestarts : public LRScheduler {
 };
 
 }  // namespace dtl::lr
+
+#ifndef DTL_COMPILED_LIB
+#include <dtl/lr/cosine-inl.hpp>
+#endif
 
 #endif  // DTL_LR_COSINE_HPP

@@ -2,6 +2,7 @@
 #ifndef DTL_LR_LAMBDA_HPP
 #define DTL_LR_LAMBDA_HPP
 
+#include <dtl/detail/compiled_lib.hpp>
 #include <dtl/lr/scheduler.hpp>
 
 #include <functional>
@@ -15,25 +16,13 @@ using LRLambda = std::function<double(std::int64_t)>;
 
 namespace detail {
 /// Python's argument handling: one function for every group, or one per group.
-inline std::vector<LRLambda> lambdas_per_group(std::vector<LRLambda> fs, std::size_t groups, const char* who) {
-  if (fs.size() == 1) return std::vector<LRLambda>(groups, fs.front());
-  if (fs.size() != groups)
-    invalid(who, "Expected " + std::to_string(groups) + " lr_lambdas, but got " + std::to_string(fs.size()));
-  for (const auto& f : fs)
-    if (!f) invalid(who, "an lr_lambda is empty");
-  return fs;
-}
+DTL_INLINE std::vector<LRLambda> lambdas_per_group(std::vector<LRLambda> fs, std::size_t groups, const char* who);
 
 /// The two schedulers' shared shape: lambdas per group, saved as Python saves plain functions
 /// (`lr_lambdas: [None, ...]`; a C++ function has no state to save).
 class LambdaSchedulerBase : public LRScheduler {
  public:
-  [[nodiscard]] nlohmann::json state_dict() const override {
-    auto j = LRScheduler::state_dict();
-    j["lr_lambdas"] = nlohmann::json::array();
-    for (std::size_t i = 0; i < lambdas_.size(); ++i) j["lr_lambdas"].push_back(nullptr);
-    return j;
-  }
+  [[nodiscard]] DTL_INLINE nlohmann::json state_dict() const override;
 
  protected:
   LambdaSchedulerBase(std::shared_ptr<torch::optim::Optimizer> optimizer, std::vector<LRLambda> fs, const char* who)
@@ -48,15 +37,10 @@ class LambdaLR : public detail::LambdaSchedulerBase {
  public:
   LambdaLR(std::shared_ptr<torch::optim::Optimizer> optimizer, LRLambda lr_lambda)
       : LambdaLR(std::move(optimizer), std::vector<LRLambda>{std::move(lr_lambda)}) {}
-  LambdaLR(std::shared_ptr<torch::optim::Optimizer> optimizer, std::vector<LRLambda> lr_lambdas)
-      : LambdaSchedulerBase(std::move(optimizer), std::move(lr_lambdas), "LambdaLR") {
-    start();
-  }
+  DTL_INLINE LambdaLR(std::shared_ptr<torch::optim::Optimizer> optimizer, std::vector<LRLambda> lr_lambdas);
 
  protected:
-  void get_lr(std::span<double> lrs) override {
-    for (std::size_t i = 0; i < lrs.size(); ++i) lrs[i] = base_lrs()[i] * lambdas_[i](last_epoch());
-  }
+  DTL_INLINE void get_lr(std::span<double> lrs) override;
 };
 
 /// Python's MultiplicativeLR: lr ← lr × lr_lambda(step), from the second step on.
@@ -64,18 +48,16 @@ class MultiplicativeLR : public detail::LambdaSchedulerBase {
  public:
   MultiplicativeLR(std::shared_ptr<torch::optim::Optimizer> optimizer, LRLambda lr_lambda)
       : MultiplicativeLR(std::move(optimizer), std::vector<LRLambda>{std::move(lr_lambda)}) {}
-  MultiplicativeLR(std::shared_ptr<torch::optim::Optimizer> optimizer, std::vector<LRLambda> lr_lambdas)
-      : LambdaSchedulerBase(std::move(optimizer), std::move(lr_lambdas), "MultiplicativeLR") {
-    start();
-  }
+  DTL_INLINE MultiplicativeLR(std::shared_ptr<torch::optim::Optimizer> optimizer, std::vector<LRLambda> lr_lambdas);
 
  protected:
-  void get_lr(std::span<double> lrs) override {
-    if (last_epoch() <= 0) return;
-    for (std::size_t i = 0; i < lrs.size(); ++i) lrs[i] *= lambdas_[i](last_epoch());
-  }
+  DTL_INLINE void get_lr(std::span<double> lrs) override;
 };
 
 }  // namespace dtl::lr
+
+#ifndef DTL_COMPILED_LIB
+#include <dtl/lr/lambda-inl.hpp>
+#endif
 
 #endif  // DTL_LR_LAMBDA_HPP

@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include <dtl/detail/compiled_lib.hpp>
 #include <dtl/lr/param_group_keys.hpp>
 
 #include <nlohmann/json.hpp>
@@ -33,14 +34,8 @@ struct PerGroup {
   bool scalar = false;
   [[nodiscard]] bool empty() const noexcept { return values.empty(); }
   /// Python's `_format_param`: one value per group, or the error Python raises.
-  [[nodiscard]] std::vector<double> expand(const char* scheduler, const char* name, std::size_t groups) const {
-    if (values.empty()) throw std::invalid_argument(std::string("dtl::lr::") + scheduler + ": " + name + " is required");
-    if (scalar) return std::vector<double>(groups, values.front());
-    if (values.size() != groups)
-      throw std::invalid_argument(std::string("dtl::lr::") + scheduler + ": expected " + std::to_string(groups) +
-                                  " values for " + name + ", got " + std::to_string(values.size()));
-    return values;
-  }
+  [[nodiscard]] DTL_INLINE std::vector<double> expand(const char* scheduler, const char* name,
+                                                      std::size_t groups) const;
 };
 
 namespace detail {
@@ -49,58 +44,12 @@ namespace detail {
 /// (Python's `use_beta1`). Resolved once per group, so a cycling step costs no dynamic_cast.
 enum class MomentumKind { none, momentum_sgd, momentum_rmsprop, beta1_adam, beta1_adamw };
 
-inline MomentumKind momentum_kind(torch::optim::OptimizerOptions& o) {
-  using namespace torch::optim;
-  if (dynamic_cast<SGDOptions*>(&o) != nullptr) return MomentumKind::momentum_sgd;
-  if (dynamic_cast<RMSpropOptions*>(&o) != nullptr) return MomentumKind::momentum_rmsprop;
-  if (dynamic_cast<AdamOptions*>(&o) != nullptr) return MomentumKind::beta1_adam;
-  if (dynamic_cast<AdamWOptions*>(&o) != nullptr) return MomentumKind::beta1_adamw;
-  return MomentumKind::none;
-}
-inline bool uses_beta1(MomentumKind k) noexcept {
-  return k == MomentumKind::beta1_adam || k == MomentumKind::beta1_adamw;
-}
-inline double get_momentum(torch::optim::OptimizerOptions& o, MomentumKind k) {
-  using namespace torch::optim;
-  switch (k) {
-    case MomentumKind::momentum_sgd: return static_cast<SGDOptions&>(o).momentum();
-    case MomentumKind::momentum_rmsprop: return static_cast<RMSpropOptions&>(o).momentum();
-    case MomentumKind::beta1_adam: return std::get<0>(static_cast<AdamOptions&>(o).betas());
-    case MomentumKind::beta1_adamw: return std::get<0>(static_cast<AdamWOptions&>(o).betas());
-    case MomentumKind::none: break;
-  }
-  return 0.0;
-}
-inline void set_momentum(torch::optim::OptimizerOptions& o, MomentumKind k, double m) {
-  using namespace torch::optim;
-  switch (k) {
-    case MomentumKind::momentum_sgd: static_cast<SGDOptions&>(o).momentum(m); break;
-    case MomentumKind::momentum_rmsprop: static_cast<RMSpropOptions&>(o).momentum(m); break;
-    case MomentumKind::beta1_adam: {
-      auto& a = static_cast<AdamOptions&>(o);
-      a.betas(std::make_tuple(m, std::get<1>(a.betas())));
-      break;
-    }
-    case MomentumKind::beta1_adamw: {
-      auto& a = static_cast<AdamWOptions&>(o);
-      a.betas(std::make_tuple(m, std::get<1>(a.betas())));
-      break;
-    }
-    case MomentumKind::none: break;
-  }
-}
+DTL_INLINE MomentumKind momentum_kind(torch::optim::OptimizerOptions& o);
+DTL_INLINE bool uses_beta1(MomentumKind k) noexcept;
+DTL_INLINE double get_momentum(torch::optim::OptimizerOptions& o, MomentumKind k);
+DTL_INLINE void set_momentum(torch::optim::OptimizerOptions& o, MomentumKind k, double m);
 /// Every group's momentum kind, or Python's error when a group has none.
-inline std::vector<MomentumKind> momentum_kinds(torch::optim::Optimizer& opt, const char* scheduler) {
-  std::vector<MomentumKind> out;
-  for (auto& g : opt.param_groups()) {
-    out.push_back(momentum_kind(g.options()));
-    if (out.back() == MomentumKind::none)
-      throw std::invalid_argument(std::string("dtl::lr::") + scheduler +
-                                  ": optimizer must support momentum with `cycle_momentum` option enabled "
-                                  "(SGD, RMSprop, Adam or AdamW), or pass .cycle_momentum = false");
-  }
-  return out;
-}
+DTL_INLINE std::vector<MomentumKind> momentum_kinds(torch::optim::Optimizer& opt, const char* scheduler);
 
 }  // namespace detail
 
@@ -116,11 +65,7 @@ class LRScheduler {
   LRScheduler& operator=(LRScheduler&&) = delete;
 
   /// Advances one step and writes the new learning rate into every param group.
-  virtual void step() {
-    ++step_count_;
-    ++last_epoch_;
-    update_lrs();
-  }
+  DTL_INLINE virtual void step();
   /// The learning rates the last step() wrote, one per param group.
   [[nodiscard]] const std::vector<double>& get_last_lr() const noexcept { return last_lr_; }
   [[nodiscard]] std::int64_t last_epoch() const noexcept { return last_epoch_; }
@@ -130,43 +75,19 @@ class LRScheduler {
   /// Python's `scheduler.state_dict()` (its `__dict__` without the optimizer): `base_lrs`,
   /// `last_epoch`, `verbose`, `_step_count`, `_get_lr_called_within_step`, `_last_lr`, plus the
   /// subclass's settings — so it loads into the Python scheduler and back.
-  [[nodiscard]] virtual nlohmann::json state_dict() const {
-    return {{"base_lrs", base_lrs_},      {"last_epoch", last_epoch_},
-            {"verbose", false},           {"_step_count", step_count_},
-            {"_get_lr_called_within_step", false}, {"_last_lr", last_lr_}};
-  }
+  [[nodiscard]] DTL_INLINE virtual nlohmann::json state_dict() const;
   /// Python's `load_state_dict` (`__dict__.update`): every key present replaces the value here,
   /// the settings included.
-  virtual void load_state_dict(const nlohmann::json& state) {
-    last_epoch_ = state.at("last_epoch").get<std::int64_t>();
-    base_lrs_ = state.at("base_lrs").get<std::vector<double>>();
-    last_lr_ = state.at("_last_lr").get<std::vector<double>>();
-    if (state.contains("_step_count")) step_count_ = state["_step_count"].get<std::int64_t>();
-    if (base_lrs_.size() != groups() || last_lr_.size() != groups())
-      throw std::invalid_argument("dtl::lr: load_state_dict: the state has " + std::to_string(base_lrs_.size()) +
-                                  " param groups but the optimizer has " + std::to_string(groups()));
-  }
+  DTL_INLINE virtual void load_state_dict(const nlohmann::json& state);
 
  protected:
-  explicit LRScheduler(std::shared_ptr<torch::optim::Optimizer> optimizer) : optimizer_(std::move(optimizer)) {
-    if (!optimizer_) throw std::invalid_argument("dtl::lr: the optimizer is null");
-    scratch_.resize(groups());
-  }
+  DTL_INLINE explicit LRScheduler(std::shared_ptr<torch::optim::Optimizer> optimizer);
 
   /// Python's `_LRScheduler.__init__` tail: `initial_lr` defaults to each group's lr, base_lrs
   /// are the initial_lrs, and the first step is taken.
-  void start() {
-    auto& keys = detail::param_group_keys();
-    base_lrs_.clear();
-    for (std::size_t i = 0; i < groups(); ++i)
-      base_lrs_.push_back(keys.setdefault(optimizer_, i, "initial_lr", group_lr(i)));
-    initial_step();
-  }
+  DTL_INLINE void start();
   /// Python's `_initial_step`.
-  void initial_step() {
-    step_count_ = 0;
-    step();
-  }
+  DTL_INLINE void initial_step();
 
   /// The learning rates for last_epoch(), which step() has already advanced. On entry `lrs`
   /// holds each group's current learning rate (Python's `group['lr']`), for the chainable forms.
@@ -174,43 +95,18 @@ class LRScheduler {
   /// Python's `_get_closed_form_lr`, used by `step(epoch)`; false where Python has none.
   virtual bool closed_form_lr(std::span<double> /*lrs*/) { return false; }
   /// Python's `step(epoch)`: what SequentialLR calls at a milestone (epoch 0).
-  virtual void step_to(std::int64_t epoch) {
-    ++step_count_;
-    last_epoch_ = epoch;
-    read_lrs();
-    if (!closed_form_lr(scratch_)) get_lr(scratch_);
-    apply();
-  }
+  DTL_INLINE virtual void step_to(std::int64_t epoch);
 
   [[nodiscard]] std::size_t groups() const { return optimizer_->param_groups().size(); }
   [[nodiscard]] double group_lr(std::size_t i) const { return optimizer_->param_groups()[i].options().get_lr(); }
-  [[nodiscard]] torch::optim::OptimizerOptions& group_options(std::size_t i) const {
-    return optimizer_->param_groups()[i].options();
-  }
+  [[nodiscard]] DTL_INLINE torch::optim::OptimizerOptions& group_options(std::size_t i) const;
   /// get_lr() for last_epoch(), written into the groups and last_lr.
-  void update_lrs() {
-    read_lrs();
-    get_lr(scratch_);
-    apply();
-  }
-  void read_lrs() {
-    auto& gs = optimizer_->param_groups();
-    for (std::size_t i = 0; i < scratch_.size(); ++i) scratch_[i] = gs[i].options().get_lr();
-  }
+  DTL_INLINE void update_lrs();
+  DTL_INLINE void read_lrs();
   /// Writes scratch_ into the groups and into last_lr (sized once; no allocation after the first).
-  void apply() {
-    auto& gs = optimizer_->param_groups();
-    last_lr_.resize(scratch_.size());
-    for (std::size_t i = 0; i < scratch_.size(); ++i) {
-      gs[i].options().set_lr(scratch_[i]);
-      last_lr_[i] = scratch_[i];
-    }
-  }
+  DTL_INLINE void apply();
   void set_base_lrs(std::vector<double> v) { base_lrs_ = std::move(v); }
-  void set_last_lr_from_groups() {
-    read_lrs();
-    last_lr_.assign(scratch_.begin(), scratch_.end());
-  }
+  DTL_INLINE void set_last_lr_from_groups();
   void set_last_lr(const std::vector<double>& v) { last_lr_ = v; }
   void shift_last_epoch(std::int64_t d) noexcept { last_epoch_ += d; }
   void set_last_epoch(std::int64_t e) noexcept { last_epoch_ = e; }
@@ -233,11 +129,13 @@ template <class T>
 void load_if_present(const nlohmann::json& state, const char* key, T& out) {
   if (state.contains(key) && !state[key].is_null()) out = state[key].get<T>();
 }
-[[noreturn]] inline void invalid(const char* scheduler, const std::string& what) {
-  throw std::invalid_argument(std::string("dtl::lr::") + scheduler + ": " + what);
-}
+[[noreturn]] DTL_INLINE void invalid(const char* scheduler, const std::string& what);
 }  // namespace detail
 
 }  // namespace dtl::lr
+
+#ifndef DTL_COMPILED_LIB
+#include <dtl/lr/scheduler-inl.hpp>
+#endif
 
 #endif  // DTL_LR_SCHEDULER_BASE_HPP

@@ -1,0 +1,21 @@
+// dtl — header-only by default, or compiled once into libdtl.
+//
+// Header-only (the default): every function is defined in the headers, and a translation unit
+// that includes <dtl/trainer.hpp> parses and instantiates all of it, used or not.
+//
+// Compiled (DTL_COMPILED_LIB defined for the library and for every translation unit that uses
+// it): the heavy non-template parts (checkpoint files, the experiment configuration, the
+// distributed process group, TensorBoard files) are only declared in the headers and are
+// compiled once, into libdtl, from src/dtl.cpp. Each such part has a declaring header (foo.hpp)
+// and an implementation header (foo-inl.hpp) that foo.hpp includes only when header-only.
+// See docs/building.md, "Compiled or header-only".
+#ifndef DTL_DETAIL_COMPILED_LIB_HPP
+#define DTL_DETAIL_COMPILED_LIB_HPP
+
+#ifdef DTL_COMPILED_LIB
+#define DTL_INLINE
+#else
+#define DTL_INLINE inline
+#endif
+
+#endif  // DTL_DETAIL_COMPILED_LIB_HPP

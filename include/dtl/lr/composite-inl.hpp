@@ -1,0 +1,112 @@
+// dtl — the definitions behind <dtl/lr/composite.hpp> (its non-template functions): that header
+// includes this file when header-only; with DTL_COMPILED_LIB they are compiled once, into
+// libdtl (src/dtl.cpp, detail/compiled_lib.hpp).
+#ifndef DTL_LR_COMPOSITE_INL_HPP
+#define DTL_LR_COMPOSITE_INL_HPP
+
+#include <dtl/lr/composite.hpp>
+
+namespace dtl::lr {
+
+DTL_INLINE SequentialLR::SequentialLR(std::shared_ptr<torch::optim::Optimizer> optimizer,
+                                      std::vector<std::shared_ptr<LRScheduler>> schedulers,
+                                      std::vector<std::int64_t> milestones)
+    : LRScheduler(std::move(optimizer)), schedulers_(std::move(schedulers)), milestones_(std::move(milestones)) {
+  if (schedulers_.empty()) detail::invalid("SequentialLR", "needs at least one scheduler");
+  for (std::size_t i = 0; i < schedulers_.size(); ++i) {
+    if (!schedulers_[i]) detail::invalid("SequentialLR", "scheduler " + std::to_string(i) + " is null");
+    if (schedulers_[i]->optimizer() != optimizer_)
+      detail::invalid("SequentialLR",
+                      "Sequential Schedulers expects all schedulers to belong to the same optimizer, but got "
+                      "schedulers at index " +
+                          std::to_string(i) + " to be different than the optimizer passed in.");
+  }
+  if (milestones_.size() != schedulers_.size() - 1)
+    detail::invalid("SequentialLR",
+                    "Sequential Schedulers expects number of schedulers provided to be one more than the number of "
+                    "milestone points, but got number of schedulers " +
+                        std::to_string(schedulers_.size()) + " and the number of milestones to be equal to " +
+                        std::to_string(milestones_.size()));
+  set_last_epoch(0);
+  // Back to the initial learning rates; undo the step each scheduler took at construction;
+  // then only the first one takes its initial step.
+  auto& keys = detail::param_group_keys();
+  for (std::size_t i = 0; i < groups(); ++i)
+    if (auto v = keys.get(*optimizer_, i, "initial_lr")) group_options(i).set_lr(*v);
+  for (auto& s : schedulers_) s->shift_last_epoch(-1);
+  schedulers_.front()->initial_step();
+  set_last_lr(schedulers_.front()->get_last_lr());
+}
+
+DTL_INLINE void SequentialLR::step() {
+  shift_last_epoch(1);
+  const auto e = last_epoch();
+  const auto idx =
+      static_cast<std::size_t>(std::upper_bound(milestones_.begin(), milestones_.end(), e) - milestones_.begin());
+  auto& s = *schedulers_[idx];
+  if (idx > 0 && milestones_[idx - 1] == e)
+    s.step_to(0);
+  else
+    s.step();
+  set_last_lr(s.get_last_lr());
+}
+
+DTL_INLINE nlohmann::json SequentialLR::state_dict() const {
+  nlohmann::json subs = nlohmann::json::array();
+  for (const auto& s : schedulers_) subs.push_back(s->state_dict());
+  return {
+      {"_milestones", milestones_}, {"last_epoch", last_epoch()}, {"_last_lr", get_last_lr()}, {"_schedulers", subs}};
+}
+
+DTL_INLINE void SequentialLR::load_state_dict(const nlohmann::json& state) {
+  detail::load_if_present(state, "_milestones", milestones_);
+  set_last_epoch(state.at("last_epoch").get<std::int64_t>());
+  set_last_lr(state.at("_last_lr").get<std::vector<double>>());
+  const auto& subs = state.at("_schedulers");
+  if (subs.size() != schedulers_.size())
+    detail::invalid("SequentialLR", "load_state_dict: the state has " + std::to_string(subs.size()) +
+                                        " schedulers but this SequentialLR has " + std::to_string(schedulers_.size()));
+  for (std::size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->load_state_dict(subs[i]);
+}
+
+DTL_INLINE ChainedScheduler::ChainedScheduler(std::vector<std::shared_ptr<LRScheduler>> schedulers)
+    : LRScheduler(first_optimizer(schedulers)), schedulers_(std::move(schedulers)) {
+  for (std::size_t i = 1; i < schedulers_.size(); ++i)
+    if (!schedulers_[i] || schedulers_[i]->optimizer() != optimizer_)
+      detail::invalid("ChainedScheduler",
+                      "ChainedScheduler expects all schedulers to belong to the same optimizer, but got schedulers "
+                      "at index 0 and " +
+                          std::to_string(i) + " to be different");
+  set_last_lr_from_groups();
+}
+
+DTL_INLINE void ChainedScheduler::step() {
+  for (auto& s : schedulers_) s->step();
+  set_last_lr_from_groups();
+}
+
+DTL_INLINE nlohmann::json ChainedScheduler::state_dict() const {
+  nlohmann::json subs = nlohmann::json::array();
+  for (const auto& s : schedulers_) subs.push_back(s->state_dict());
+  return {{"_last_lr", get_last_lr()}, {"_schedulers", subs}};
+}
+
+DTL_INLINE void ChainedScheduler::load_state_dict(const nlohmann::json& state) {
+  set_last_lr(state.at("_last_lr").get<std::vector<double>>());
+  const auto& subs = state.at("_schedulers");
+  if (subs.size() != schedulers_.size())
+    detail::invalid("ChainedScheduler", "load_state_dict: the state has " + std::to_string(subs.size()) +
+                                            " schedulers but this ChainedScheduler has " +
+                                            std::to_string(schedulers_.size()));
+  for (std::size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->load_state_dict(subs[i]);
+}
+
+DTL_INLINE std::shared_ptr<torch::optim::Optimizer> ChainedScheduler::first_optimizer(
+    const std::vector<std::shared_ptr<LRScheduler>>& s) {
+  if (s.empty() || !s.front()) detail::invalid("ChainedScheduler", "needs at least one scheduler");
+  return s.front()->optimizer();
+}
+
+}  // namespace dtl::lr
+
+#endif  // DTL_LR_COMPOSITE_INL_HPP

@@ -1,0 +1,56 @@
+// dtl — the definitions behind <dtl/profiler.hpp> (its non-template functions): that header
+// includes this file when header-only; with DTL_COMPILED_LIB they are compiled once, into
+// libdtl (src/dtl.cpp, detail/compiled_lib.hpp).
+#ifndef DTL_PROFILER_INL_HPP
+#define DTL_PROFILER_INL_HPP
+
+#include <dtl/profiler.hpp>
+
+namespace dtl::detail {
+
+DTL_INLINE ProfilerAction profiler_action(const ProfilerSchedule& s, std::int64_t k) {
+  if (k < s.skip_first) return ProfilerAction::none;
+  const std::int64_t j = k - s.skip_first, cycle = s.wait + s.warmup + s.active;
+  if (s.repeat > 0 && j / cycle >= s.repeat) return ProfilerAction::none;
+  const std::int64_t pos = j % cycle;
+  if (pos < s.wait) return ProfilerAction::none;
+  if (pos < s.wait + s.warmup) return ProfilerAction::warmup;
+  return pos == cycle - 1 ? ProfilerAction::record_and_save : ProfilerAction::record;
+}
+
+DTL_INLINE ScheduledProfiler::ScheduledProfiler(ProfilerSchedule schedule, std::filesystem::path default_dir)
+    : s_(std::move(schedule)) {
+  if (s_.wait < 0 || s_.warmup < 0 || s_.active < 1 || s_.repeat < 0 || s_.skip_first < 0)
+    throw InvalidExperimentException(
+        "dtl: set_profiler: the schedule needs wait, warmup, repeat, skip_first >= 0 and active >= 1");
+  if (s_.trace_dir.empty()) s_.trace_dir = std::move(default_dir);
+}
+
+DTL_INLINE void ScheduledProfiler::before_batch() {
+  const auto a = profiler_action(s_, k_);
+  if (a == ProfilerAction::warmup && !warmup_) {
+    warmup_.emplace();
+    guard_ = std::make_unique<torch::autograd::profiler::RecordProfile>(*warmup_);
+  } else if ((a == ProfilerAction::record || a == ProfilerAction::record_and_save) && !file_) {
+    guard_.reset();  // ends a warmup
+    warmup_.reset();
+    std::filesystem::create_directories(s_.trace_dir);
+    const auto path =
+        s_.trace_dir / ("dtl." + std::to_string(::getpid()) + ".batch" + std::to_string(k_) + ".pt.trace.json");
+    file_ = path;
+    guard_ = std::make_unique<torch::autograd::profiler::RecordProfile>(path.string());
+  }
+}
+
+DTL_INLINE void ScheduledProfiler::after_batch() {
+  if (profiler_action(s_, k_) == ProfilerAction::record_and_save) {
+    guard_.reset();  // RecordProfile writes the trace when destroyed
+    traces_.push_back(*file_);
+    file_.reset();
+  }
+  ++k_;
+}
+
+}  // namespace dtl::detail
+
+#endif  // DTL_PROFILER_INL_HPP
