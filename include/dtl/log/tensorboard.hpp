@@ -8,8 +8,9 @@
 #ifndef DTL_LOG_TENSORBOARD_HPP
 #define DTL_LOG_TENSORBOARD_HPP
 
-#include <algorithm>
+#include <dtl/detail/compiled_lib.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <bit>
@@ -19,7 +20,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <dtl/detail/compiled_lib.hpp>
 #include <filesystem>
 #include <iostream>
 #include <map>
