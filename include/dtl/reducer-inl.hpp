@@ -155,6 +155,26 @@ DTL_INLINE std::size_t BatchMetrics::size() const noexcept {
   return c_ ? static_cast<std::size_t>(c_->batches()) : json_->size();
 }
 
+DTL_INLINE const std::vector<MetricsJson>& BatchMetrics::get() const {
+  if (json_) return *json_;
+  const auto& c = *c_;
+  std::vector<MetricsJson> out(static_cast<std::size_t>(c.batches()), MetricsJson::object());
+  for (std::size_t i = 0; i < c.keys().size(); ++i) {
+    const auto& key = c.keys()[i];
+    auto stacked = c.stacked(i);
+    if (!stacked.defined()) {
+      for (std::size_t b = 0; b < out.size(); ++b) out[b][key] = detail::tensor_to_json(c.column(i)[b].as_tensor());
+      continue;
+    }
+    // One host copy of the whole column, then batch b's value is the b-th slice of it.
+    const auto host = stacked.to(torch::kCPU).contiguous();
+    const double* p = host.data_ptr<double>();
+    for (auto& batch : out) batch[key] = detail::doubles_to_json(p, host.sizes().slice(1));
+  }
+  json_ = std::move(out);
+  return *json_;
+}
+
 }  // namespace dtl
 
 namespace dtl::detail {
@@ -334,29 +354,5 @@ DTL_INLINE std::vector<SlotValue> reduce_validation_slot(const MetricCollector& 
 }
 
 }  // namespace dtl::detail
-
-namespace dtl {
-
-DTL_INLINE const std::vector<MetricsJson>& BatchMetrics::get() const {
-  if (json_) return *json_;
-  const auto& c = *c_;
-  std::vector<MetricsJson> out(static_cast<std::size_t>(c.batches()), MetricsJson::object());
-  for (std::size_t i = 0; i < c.keys().size(); ++i) {
-    const auto& key = c.keys()[i];
-    auto stacked = c.stacked(i);
-    if (!stacked.defined()) {
-      for (std::size_t b = 0; b < out.size(); ++b) out[b][key] = detail::tensor_to_json(c.column(i)[b].as_tensor());
-      continue;
-    }
-    // One host copy of the whole column, then batch b's value is the b-th slice of it.
-    const auto host = stacked.to(torch::kCPU).contiguous();
-    const double* p = host.data_ptr<double>();
-    for (auto& batch : out) batch[key] = detail::doubles_to_json(p, host.sizes().slice(1));
-  }
-  json_ = std::move(out);
-  return *json_;
-}
-
-}  // namespace dtl
 
 #endif  // DTL_REDUCER_INL_HPP

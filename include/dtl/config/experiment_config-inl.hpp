@@ -275,6 +275,21 @@ DTL_INLINE std::string join_key_path(std::initializer_list<std::string_view> key
   return path;
 }
 
+DTL_INLINE const nlohmann::json* config_find(const nlohmann::json& root, std::string_view source,
+                                             std::initializer_list<std::string_view> keys) {
+  const nlohmann::json* node = &root;
+  std::string path;
+  for (auto key : keys) {
+    if (node->is_null()) return nullptr;
+    if (!node->is_object()) throw_at(source, path, "expected a mapping, got " + describe_json(*node));
+    auto it = node->find(key);
+    if (it == node->end()) return nullptr;
+    node = &*it;
+    path += (path.empty() ? "" : ".") + std::string(key);
+  }
+  return node->is_null() ? nullptr : node;
+}
+
 DTL_INLINE std::optional<std::int64_t> json_to_int64(const nlohmann::json& value) {
   if (value.is_number_unsigned()) {
     const auto u = value.get<std::uint64_t>();
@@ -515,24 +530,5 @@ DTL_INLINE nlohmann::json load_hparams_file(const std::filesystem::path& path) {
 }
 
 }  // namespace dtl
-
-namespace dtl::detail {
-
-DTL_INLINE const nlohmann::json* config_find(const nlohmann::json& root, std::string_view source,
-                                             std::initializer_list<std::string_view> keys) {
-  const nlohmann::json* node = &root;
-  std::string path;
-  for (auto key : keys) {
-    if (node->is_null()) return nullptr;
-    if (!node->is_object()) throw_at(source, path, "expected a mapping, got " + describe_json(*node));
-    auto it = node->find(key);
-    if (it == node->end()) return nullptr;
-    node = &*it;
-    path += (path.empty() ? "" : ".") + std::string(key);
-  }
-  return node->is_null() ? nullptr : node;
-}
-
-}  // namespace dtl::detail
 
 #endif  // DTL_CONFIG_EXPERIMENT_CONFIG_INL_HPP

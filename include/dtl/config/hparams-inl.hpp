@@ -245,10 +245,6 @@ DTL_INLINE nlohmann::json resolve_hparam_value(const nlohmann::json& value, std:
                "write {type: const, val: {...}})");
 }
 
-}  // namespace dtl::detail
-
-namespace dtl::detail {
-
 DTL_INLINE const nlohmann::json* find_hparam(const nlohmann::json& hparams, std::string_view name) {
   if (!hparams.is_object()) return nullptr;
   if (auto it = hparams.find(name); it != hparams.end()) return &*it;
