@@ -119,6 +119,7 @@ DTL_INLINE detail::TrialStateRefs PyTorchTrialContext::checkpoint_state() const 
   r.hparams = s_.hparams;
   r.experiment_config = get_experiment_config();
   r.trial_seed = s_.trial_seed;
+  r.cuda_rng_device = detail::rng_cuda_device(s_.device, s_.distributed.local_rank);
   r.load_data_notes = resume_notes_;
   if (scaler_)  // Determined's key for wrap_scaler's state
     r.extra.push_back({"scaler_state_dict", scaler_.get(),

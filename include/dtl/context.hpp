@@ -14,6 +14,7 @@
 #include <dtl/config/hparams.hpp>
 #include <dtl/data/batch.hpp>
 #include <dtl/detail/compiled_lib.hpp>
+#include <dtl/detail/device.hpp>
 #include <dtl/detail/run_dir_lock.hpp>
 #include <dtl/distributed/data_parallel.hpp>
 #include <dtl/distributed/distributed_context.hpp>
@@ -287,10 +288,11 @@ class PyTorchTrialContext {
     step_optimizer(optimizer, NoClip{}, true, scaler);
   }
 
-  /// Moves a nested batch to `device()` (the Trainer does this before train_batch).
+  /// Moves a nested batch to `device()` (the Trainer does this before train_batch). Tensors in
+  /// page-locked memory (a loader's `pin_memory`) are copied without blocking the host.
   template <class B>
   [[nodiscard]] std::remove_cvref_t<B> to_device(B&& batch) const {
-    return dtl::to_device(std::forward<B>(batch), s_.device);
+    return dtl::to_device(std::forward<B>(batch), s_.device, /*non_blocking=*/s_.device.is_cuda());
   }
 
   // ---- hyperparameters and configuration -------------------------------------------------

@@ -87,7 +87,24 @@ DTL_INLINE detail::ContextSetup make_setup(InitOptions opts, const CommandLine* 
   // Join the run first: the chief's seed and run directory are everyone's.
   std::optional<DistributedOptions> dist = opts.distributed;
   if (!dist) dist = distributed_options_from_environment();
-  if (dist) s.distributed = DistributedContext(*dist);
+  if (dist) dist->validate();
+  // The device before joining, since it picks the backend: --device, else the code's, else
+  // cuda:<local_rank> for one of several processes, cuda:0 for one, else the CPU (Determined's rule).
+  const std::int64_t local_rank = dist && dist->size > 1 ? dist->local_rank : 0;
+  const std::string device_source = cl && cl->device ? "--device " + *cl->device : "InitOptions::device";
+  if (cl && cl->device)
+    s.device = detail::parse_device(*cl->device, device_source);
+  else if (opts.device)
+    s.device = *opts.device;
+  else
+    s.device = torch::cuda::is_available() ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank))
+                                           : torch::Device(torch::kCPU);
+  detail::check_device_usable(s.device, device_source);
+  if (dist) {
+    if (dist->backend == DistributedBackend::automatic)
+      dist->backend = s.device.is_cuda() && detail::built_with_cuda ? DistributedBackend::nccl : DistributedBackend::gloo;
+    s.distributed = DistributedContext(*dist);
+  }
   const bool chief = s.distributed.is_chief();
   std::optional<std::filesystem::path> config_path = opts.config;
   if (cl && cl->config) config_path = cl->config;
@@ -113,12 +130,6 @@ DTL_INLINE detail::ContextSetup make_setup(InitOptions opts, const CommandLine* 
   s.hparams = std::move(hparams);
   const bool random_seed = !seed;
   if (!seed) seed = std::random_device{}() & 0x7fffffffu;
-  // Device: cuda:<local_rank> for one of several processes, cuda:0 for one, else the CPU (Determined's rule).
-  s.device = opts.device ? *opts.device
-             : torch::cuda::is_available()
-                 ? torch::Device(torch::kCUDA,
-                                 static_cast<c10::DeviceIndex>(s.distributed.size > 1 ? s.distributed.local_rank : 0))
-                 : torch::Device(torch::kCPU);
 
   std::string error;  // the chief's ConfigError, shared so that every rank stops with it
   if (chief) {

@@ -10,6 +10,7 @@
 #include <dtl/config/hparams.hpp>
 #include <dtl/context.hpp>
 #include <dtl/detail/compiled_lib.hpp>
+#include <dtl/detail/device.hpp>
 #include <dtl/distributed/distributed_context.hpp>
 #include <dtl/distributed/options.hpp>
 #include <dtl/errors.hpp>

@@ -209,9 +209,9 @@ DTL_INLINE TrainingReport reduce_training(const MetricCollector& c) {
       } else if (f32) {
         r.float32_keys.push_back(key);
         std::vector<float> floats(values.begin(), values.end());
-        r.avg_metrics[key] = static_cast<double>(numpy_mean(std::span<const float>(floats)));
+        r.avg_metrics[key] = static_cast<double>(numpy_mean(std::span<const float>(floats), compat::numpy_sum_buffer));
       } else {
-        r.avg_metrics[key] = numpy_mean(std::span<const double>(values));
+        r.avg_metrics[key] = numpy_mean(std::span<const double>(values), compat::numpy_sum_buffer);
       }
       r.column_names.push_back(key);
       r.columns.push_back(std::move(values));
@@ -271,9 +271,9 @@ DTL_INLINE MetricsJson numpy_mean_json(const std::vector<const MetricsJson*>& va
   if (present.empty()) return nullptr;
   if (float32) {
     const std::vector<float> f(present.begin(), present.end());  // exact: each was a float32
-    return static_cast<double>(numpy_mean(std::span<const float>(f)));
+    return static_cast<double>(numpy_mean(std::span<const float>(f), compat::numpy_sum_buffer));
   }
-  return numpy_mean(std::span<const double>(present));
+  return numpy_mean(std::span<const double>(present), compat::numpy_sum_buffer);
 }
 
 DTL_INLINE TrainingReport average_training_across_ranks(const std::vector<MetricsJson>& per_rank,

@@ -8,6 +8,7 @@
 
 #include <dtl/detail/compiled_lib.hpp>
 #include <dtl/detail/numpy_mean.hpp>
+#include <dtl/detail/torch_compat.hpp>
 #include <dtl/metrics.hpp>
 #include <nlohmann/json.hpp>
 

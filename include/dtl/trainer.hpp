@@ -704,8 +704,8 @@ class Trainer {
     // What differs per rank — its RNG and its data position — goes to the chief, which writes
     // them all, so each rank resumes with its own (Determined saves only the chief's RNG).
     const auto& dist = ctx_.distributed();
-    nlohmann::json mine = {{"cpu_rng_state", detail::cpu_rng_state_hex()},
-                           {"data_position", data_position_ ? data_position_() : nlohmann::json(nullptr)}};
+    nlohmann::json mine = detail::rank_rng_states(rng_cuda_device());
+    mine["data_position"] = data_position_ ? data_position_() : nlohmann::json(nullptr);
     auto ranks = dist.gather(mine);
     const bool background = opts_.checkpoint_in_background;
     const auto taken = on_chief(
@@ -819,6 +819,10 @@ class Trainer {
     ctx_.resume_notes_ = {{"hparams_changed_at_resume", std::move(changed)}, {"resumed_from", dir.string()}};
   }
 
+  std::optional<torch::Device> rng_cuda_device() const {
+    return detail::rng_cuda_device(ctx_.device(), ctx_.distributed().local_rank);
+  }
+
   /// This rank's own RNG and data position from the checkpoint's per-rank states. With another
   /// world size the data is re-sharded (the stream skips to the same global batch) and ranks
   /// the checkpoint did not have start from the chief's RNG.
@@ -835,7 +839,7 @@ class Trainer {
     }
     if (dist.rank >= saved_world) return;
     const auto& me = ranks.at(static_cast<std::size_t>(dist.rank));
-    if (me.contains("cpu_rng_state")) detail::set_cpu_rng_state_hex(me.at("cpu_rng_state").template get<std::string>());
+    detail::restore_rank_rng_states(me, rng_cuda_device());
     if (saved_world == dist.size) saved_data_position_ = me.value("data_position", nlohmann::json(nullptr));
   }
 

@@ -4,18 +4,22 @@
 #   1. pkg-config on the installed tree: one plain g++ command (dtl, and dtl-compiled: libdtl);
 #   2. CMake on the installed tree: find_package(dtl CONFIG REQUIRED) + dtl::dtl, and dtl::compiled;
 #   3. a meson project with dtl as a subproject through a wrap file;
-#   4. the Conan recipe: it parses, and package() copies exactly what `meson install` installs.
-# Usage: tests/consumers/run.sh [WORKDIR]   (default: build-consumers/)
+#   4. the Conan recipe, by a real Conan 2 client where one is installed (the test suite's .venv):
+#      `conan create` with no remote, then a consumer built from the Conan package; else (no client)
+#      it checks that the recipe parses and that package() copies exactly what meson installs.
+# Usage: tests/consumers/run.sh [WORKDIR] [TORCH]   (default: build-consumers/, /usr)
+#   TORCH: meson's torch_prefix, a LibTorch prefix or a python3 whose torch carries LibTorch.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${1:-$root/build-consumers}
+torch=${2:-/usr}
 cxx=${CXX:-g++-12}
 rm -rf "$work"
 mkdir -p "$work"
 prefix="$work/prefix"
 
-echo "== meson install into $prefix"
-meson setup "$work/dtl" "$root" --prefix "$prefix" -Dtests=false -Dexamples=false >/dev/null
+echo "== meson install into $prefix (LibTorch: $torch)"
+meson setup "$work/dtl" "$root" --prefix "$prefix" -Dtests=false -Dexamples=false -Dtorch_prefix="$torch" >/dev/null
 meson install -C "$work/dtl" >/dev/null
 pcdir=$(dirname "$(find "$prefix" -name dtl.pc | head -n1)")
 cmakedir=$(dirname "$(find "$prefix" -name dtlConfig.cmake | head -n1)")
@@ -46,7 +50,7 @@ run_app "$work/cmake/app_compiled" cmake-compiled
 echo "== meson: dependency('dtl') through subprojects/dtl.wrap"
 cp -rL "$root/tests/consumers/meson" "$work/meson-src"
 ln -s "$root" "$work/meson-src/subprojects/dtl"
-CXX="$cxx" meson setup "$work/meson" "$work/meson-src" >/dev/null
+CXX="$cxx" meson setup "$work/meson" "$work/meson-src" -Ddtl:torch_prefix="$torch" >/dev/null
 ninja -C "$work/meson" >/dev/null
 run_app "$work/meson/app" meson
 run_app "$work/meson/app_compiled" meson-compiled

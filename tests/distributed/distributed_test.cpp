@@ -3,6 +3,7 @@
 // "nodes" — for equivalence with one process, Determined's reducer cases (T10, T11), faults that
 // must end every rank within the timeout, and kill/resume with each rank's own RNG.
 #include "../core/test_trials.hpp"
+#include "../support/external.hpp"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -164,7 +165,14 @@ std::vector<std::string> base_args(std::int64_t gbs) {
 // Exit statuses of every rank (named: braces inside a doctest macro would split its arguments).
 const std::vector<int> all_ok1{0}, all_ok2{0, 0}, all_ok3{0, 0, 0}, all_failed2{1, 1};
 
-bool have_torchrun() { return std::system("command -v torchrun >/dev/null 2>&1") == 0; }
+bool have_torchrun() { return !test_support::python_torch_missing(); }
+
+/// torchrun (the build's Python's) with the arguments after it.
+std::vector<std::string> torchrun(std::initializer_list<std::string> args) {
+  auto cmd = test_support::torchrun();
+  cmd.insert(cmd.end(), args);
+  return cmd;
+}
 
 }  // namespace
 
@@ -414,24 +422,15 @@ TEST_CASE("a parameter without gradient: an error naming it, or zero with find_u
 
 TEST_CASE("torchrun: 2 processes on one node, and two torchrun nodes on 127.0.0.1") {
   if (!have_torchrun()) {
-    MESSAGE("torchrun not installed (python3-torch): skipped");
+    MESSAGE("torchrun not available (" << *test_support::python_torch_missing() << "): skipped");
     return;
   }
   const auto root = test::temp_run_dir("dist-torchrun");
   fs::create_directories(root);
   // Debian's torchrun needs --redirects/--tee naming no existing rank (docs/distributed.md).
   const auto port = std::to_string(free_port());
-  std::vector<std::string> one_node = {"torchrun",
-                                       "--redirects",
-                                       "9:1",
-                                       "--tee",
-                                       "9:1",
-                                       "--nproc_per_node=2",
-                                       "--master_port=" + port,
-                                       "--no_python",
-                                       DTL_DIST_CHILD,
-                                       "--run-dir",
-                                       (root / "node").string()};
+  auto one_node = torchrun({"--redirects", "9:1", "--tee", "9:1", "--nproc_per_node=2", "--master_port=" + port,
+                            "--no_python", DTL_DIST_CHILD, "--run-dir", (root / "node").string()});
   auto extra = base_args(8);
   one_node.insert(one_node.end(), extra.begin(), extra.end());
   REQUIRE_MESSAGE(wait_for(spawn(one_node, {}, root / "node.log"), std::chrono::seconds(120)) == 0,
@@ -445,20 +444,9 @@ TEST_CASE("torchrun: 2 processes on one node, and two torchrun nodes on 127.0.0.
   const auto port2 = std::to_string(free_port());
   std::vector<pid_t> nodes;
   for (int node = 0; node < 2; ++node) {
-    std::vector<std::string> cmd = {"torchrun",
-                                    "--redirects",
-                                    "9:1",
-                                    "--tee",
-                                    "9:1",
-                                    "--nnodes=2",
-                                    "--node_rank=" + std::to_string(node),
-                                    "--nproc_per_node=1",
-                                    "--master_addr=127.0.0.1",
-                                    "--master_port=" + port2,
-                                    "--no_python",
-                                    DTL_DIST_CHILD,
-                                    "--run-dir",
-                                    (root / "nodes").string()};
+    auto cmd = torchrun({"--redirects", "9:1", "--tee", "9:1", "--nnodes=2", "--node_rank=" + std::to_string(node),
+                         "--nproc_per_node=1", "--master_addr=127.0.0.1", "--master_port=" + port2, "--no_python",
+                         DTL_DIST_CHILD, "--run-dir", (root / "nodes").string()});
     cmd.insert(cmd.end(), extra.begin(), extra.end());
     nodes.push_back(spawn(cmd, {}, root / ("nodes" + std::to_string(node) + ".log")));
   }

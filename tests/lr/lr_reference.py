@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """Reference learning-rate sequences from torch.optim.lr_scheduler, for tests/lr/lr_scheduler_test.cpp.
 
-Run with Debian's python3-torch (the same 1.13 LibTorch dtl builds on):
+Run with the torch beside each LibTorch dtl builds on: Debian's python3-torch 1.13, and the
+pinned wheel in .venv (scripts/requirements.txt) for LibTorch 2.x:
 
     /usr/bin/python3 tests/lr/lr_reference.py > tests/lr/lr_reference.json
+    .venv/bin/python3 tests/lr/lr_reference.py > tests/lr/lr_reference_torch2.json
+
+The sequences are the same in both; the state_dict() layouts differ (verbose in 1.13,
+_is_initial in 2.x, ...).
 
 Each case names an optimizer (its param groups' learning rates), a scheduler with its keyword
 arguments, and a number of steps; the output holds, per case, every param group's learning rate

@@ -21,12 +21,22 @@ namespace test_support {
 
 namespace fs = std::filesystem;
 
-/// Debian's /usr/bin/python3 (a python3 earlier on PATH, e.g. pyenv's, may lack torch);
-/// DTL_TEST_PYTHON overrides it.
+/// The Python whose torch matches the LibTorch the tests were built against (meson passes it as
+/// DTL_BUILD_PYTHON: the wheel's .venv/bin/python3, or Debian's /usr/bin/python3 with
+/// python3-torch for Debian's LibTorch), so interop runs against the same version on both sides.
+/// The environment variable DTL_TEST_PYTHON overrides it.
 inline std::string python() {
   const char* env = std::getenv("DTL_TEST_PYTHON");
+#ifdef DTL_BUILD_PYTHON
+  return env && *env ? env : DTL_BUILD_PYTHON;
+#else
   return env && *env ? env : "/usr/bin/python3";
+#endif
 }
+
+/// torchrun of that Python: its torch's launcher, so the agent's store speaks the same protocol
+/// as the LibTorch the ranks use.
+inline std::vector<std::string> torchrun() { return {python(), "-m", "torch.distributed.run"}; }
 
 /// A file under tests/. Meson may compile with __FILE__ relative to the build directory, so a
 /// relative path is looked up from the working directory and from each ancestor of the test

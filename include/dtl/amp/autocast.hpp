@@ -8,6 +8,8 @@
 
 #include <torch/torch.h>
 
+#include <dtl/detail/torch_compat.hpp>
+
 #include <ATen/autocast_mode.h>
 
 #include <iostream>
@@ -34,35 +36,24 @@ class autocast {
       warned = true;
       enabled = false;
     }
-    const auto want = dtype.value_or(device_ == torch::kCPU ? at::autocast::get_autocast_cpu_dtype()
-                                                             : at::autocast::get_autocast_gpu_dtype());
-    if (device_ == torch::kCPU && enabled && want != torch::kBFloat16)
-      throw std::invalid_argument(std::string("dtl::autocast: on CPU LibTorch 1.13 autocasts to bfloat16 only, not ") +
-                                  c10::toString(want) + "; pass torch::kBFloat16 or no dtype");
+    namespace compat = detail::compat;
+    const auto want = dtype.value_or(compat::autocast_dtype(device_));
+    if (device_ == torch::kCPU && enabled && !compat::cpu_autocast_supports(want))
+      throw std::invalid_argument(std::string("dtl::autocast: LibTorch ") + TORCH_VERSION +
+                                  " autocasts on the CPU to " + (DTL_TORCH_2 ? "bfloat16 or float16" : "bfloat16 only") +
+                                  ", not " + c10::toString(want) + "; pass torch::kBFloat16 or no dtype");
     prev_cache_ = at::autocast::is_autocast_cache_enabled();
-    if (device_ == torch::kCPU) {
-      prev_enabled_ = at::autocast::is_cpu_enabled();
-      prev_dtype_ = at::autocast::get_autocast_cpu_dtype();
-      at::autocast::set_cpu_enabled(enabled);
-      at::autocast::set_autocast_cpu_dtype(want);
-    } else {
-      prev_enabled_ = at::autocast::is_enabled();
-      prev_dtype_ = at::autocast::get_autocast_gpu_dtype();
-      at::autocast::set_enabled(enabled);
-      at::autocast::set_autocast_gpu_dtype(want);
-    }
+    prev_enabled_ = compat::autocast_enabled(device_);
+    prev_dtype_ = compat::autocast_dtype(device_);
+    compat::set_autocast_enabled(device_, enabled);
+    compat::set_autocast_dtype(device_, want);
     at::autocast::increment_nesting();
     at::autocast::set_autocast_cache_enabled(cache_enabled);
   }
   ~autocast() {
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    if (device_ == torch::kCPU) {
-      at::autocast::set_cpu_enabled(prev_enabled_);
-      at::autocast::set_autocast_cpu_dtype(prev_dtype_);
-    } else {
-      at::autocast::set_enabled(prev_enabled_);
-      at::autocast::set_autocast_gpu_dtype(prev_dtype_);
-    }
+    detail::compat::set_autocast_enabled(device_, prev_enabled_);
+    detail::compat::set_autocast_dtype(device_, prev_dtype_);
     at::autocast::set_autocast_cache_enabled(prev_cache_);
   }
   autocast(const autocast&) = delete;

@@ -39,7 +39,12 @@ DTL_INLINE ReduceLROnPlateau::ReduceLROnPlateau(std::shared_ptr<torch::optim::Op
     throw std::invalid_argument("dtl::lr::ReduceLROnPlateau: factor should be < 1.0 (got " + std::to_string(factor_) +
                                 "); new_lr = lr * factor");
   min_lrs_ = options.min_lr.for_groups(optimizer_->param_groups().size());
+  default_min_lr_ = options.min_lr.single();
   best_ = mode_worse();
+  if (dtl::detail::compat::plateau_last_lr_from_start) {  // torch 2.x: _last_lr from construction on
+    for (const auto& group : optimizer_->param_groups()) last_lr_.push_back(group.options().get_lr());
+    stepped_ = true;
+  }
 }
 
 DTL_INLINE void ReduceLROnPlateau::step(double metric) {
@@ -77,7 +82,6 @@ DTL_INLINE nlohmann::json ReduceLROnPlateau::state_dict() const {
   nlohmann::json s = {{"factor", factor_},
                       {"min_lrs", min_lrs_},
                       {"patience", patience_},
-                      {"verbose", verbose_},
                       {"cooldown", cooldown_},
                       {"cooldown_counter", cooldown_counter_},
                       {"mode", to_string(mode_)},
@@ -89,6 +93,7 @@ DTL_INLINE nlohmann::json ReduceLROnPlateau::state_dict() const {
                       {"eps", eps_},
                       {"last_epoch", last_epoch_}};
   if (stepped_) s["_last_lr"] = last_lr_;
+  dtl::detail::compat::add_plateau_version_keys(s, verbose_, default_min_lr_);
   return s;
 }
 
@@ -106,6 +111,10 @@ DTL_INLINE void ReduceLROnPlateau::load_state_dict(const nlohmann::json& state) 
   num("factor", factor_);
   integer("patience", patience_);
   if (state.contains("verbose")) verbose_ = state.at("verbose").get<bool>();
+  if (state.contains("default_min_lr"))
+    default_min_lr_ = state.at("default_min_lr").is_null()
+                          ? std::nullopt
+                          : std::optional<double>(float_from_json(state.at("default_min_lr"), "default_min_lr"));
   integer("cooldown", cooldown_);
   integer("cooldown_counter", cooldown_counter_);
   if (state.contains("mode")) mode_ = parse_monitor_mode(state.at("mode").get<std::string>());

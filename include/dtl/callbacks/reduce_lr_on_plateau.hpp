@@ -13,6 +13,7 @@
 #include <dtl/callback.hpp>
 #include <dtl/callbacks/monitor.hpp>
 #include <dtl/detail/compiled_lib.hpp>
+#include <dtl/detail/torch_compat.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,7 @@
 #include <cstdio>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -55,6 +57,10 @@ class MinLR {
 
   /// One floor per group; a list of the wrong length is Python's ValueError, with its wording.
   [[nodiscard]] DTL_INLINE std::vector<double> for_groups(std::size_t groups) const;
+  /// The one floor for every group (Python 2.x's `default_min_lr`); none for a list.
+  [[nodiscard]] std::optional<double> single() const {
+    return per_group_ ? std::nullopt : std::optional<double>(values_.front());
+  }
 
  private:
   std::vector<double> values_;
@@ -126,6 +132,7 @@ class ReduceLROnPlateau {
   std::shared_ptr<torch::optim::Optimizer> optimizer_;
   double factor_;
   std::vector<double> min_lrs_;
+  std::optional<double> default_min_lr_;
   std::int64_t patience_;
   bool verbose_;
   std::int64_t cooldown_;

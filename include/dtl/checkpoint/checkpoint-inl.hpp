@@ -25,8 +25,10 @@
 
 namespace dtl::detail {
 
-DTL_INLINE std::string cpu_rng_state_hex() {
-  const auto state = at::detail::getDefaultCPUGenerator().get_state().contiguous();
+namespace {
+
+DTL_INLINE std::string to_hex(const torch::Tensor& bytes) {
+  const auto state = bytes.contiguous();
   static constexpr char digits[] = "0123456789abcdef";
   const auto* p = state.data_ptr<std::uint8_t>();
   std::string out(static_cast<std::size_t>(state.numel()) * 2, '0');
@@ -37,24 +39,49 @@ DTL_INLINE std::string cpu_rng_state_hex() {
   return out;
 }
 
-DTL_INLINE void set_cpu_rng_state_hex(const std::string& hex) {
+DTL_INLINE void set_state_from_hex(at::Generator generator, const std::string& hex, const std::string& name) {
   auto nibble = [&](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    throw CheckpointError("dtl: checkpoint: a per-rank cpu_rng_state is not hex");
+    throw CheckpointError("dtl: checkpoint: a per-rank " + name + " is not hex");
   };
-  if (hex.size() % 2 != 0) throw CheckpointError("dtl: checkpoint: a per-rank cpu_rng_state has an odd length");
+  if (hex.size() % 2 != 0) throw CheckpointError("dtl: checkpoint: a per-rank " + name + " has an odd length");
   auto state = torch::empty({static_cast<std::int64_t>(hex.size() / 2)}, torch::kUInt8);
   auto* p = state.data_ptr<std::uint8_t>();
   for (std::size_t i = 0; i < hex.size() / 2; ++i)
     p[i] = static_cast<std::uint8_t>(nibble(hex[2 * i]) * 16 + nibble(hex[2 * i + 1]));
   try {
-    auto generator = at::detail::getDefaultCPUGenerator();
     generator.set_state(state);
   } catch (const std::exception& e) {
-    throw CheckpointError(std::string("dtl: checkpoint: a per-rank cpu_rng_state does not fit this LibTorch: ") +
-                          e.what());
+    throw CheckpointError("dtl: checkpoint: a per-rank " + name + " does not fit this LibTorch: " + e.what());
   }
+}
+
+// The device's default generator through ATen's device-generic context: no CUDA header needed.
+DTL_INLINE at::Generator cuda_generator(const torch::Device& d) { return at::globalContext().defaultGenerator(d); }
+
+}  // namespace
+
+DTL_INLINE nlohmann::json rank_rng_states(const std::optional<torch::Device>& cuda) {
+  nlohmann::json out = {{"cpu_rng_state", to_hex(at::detail::getDefaultCPUGenerator().get_state())}};
+  if (cuda) out["cuda_rng_state"] = to_hex(cuda_generator(*cuda).get_state());
+  return out;
+}
+
+DTL_INLINE void restore_rank_rng_states(const nlohmann::json& saved, const std::optional<torch::Device>& cuda) {
+  if (saved.contains("cpu_rng_state"))
+    set_state_from_hex(at::detail::getDefaultCPUGenerator(), saved.at("cpu_rng_state").get<std::string>(),
+                       "cpu_rng_state");
+  if (!saved.contains("cuda_rng_state")) return;
+  if (!cuda) {
+    static bool warned = false;
+    if (!warned)
+      std::cerr << "dtl: warning: the checkpoint holds a CUDA generator state and this run has no CUDA device; "
+                   "CUDA random numbers are not restored\n";
+    warned = true;
+    return;
+  }
+  set_state_from_hex(cuda_generator(*cuda), saved.at("cuda_rng_state").get<std::string>(), "cuda_rng_state");
 }
 
 DTL_INLINE std::string new_uuid4() {
@@ -172,6 +199,8 @@ DTL_INLINE CheckpointSnapshot Checkpointer::snapshot(const TrialStateRefs& trial
   for (const auto& [name, cb] : callbacks) callback_states.insert(name, json_to_ivalue(cb->state_dict()));
   c10::impl::GenericDict rng(c10::StringType::get(), c10::AnyType::get());
   rng.insert("cpu_rng_state", at::detail::getDefaultCPUGenerator().get_state());
+  if (trial.cuda_rng_device)  // Determined's key, present when CUDA devices exist
+    rng.insert("gpu_rng_state", cuda_generator(*trial.cuda_rng_device).get_state());
   c10::impl::GenericDict root(c10::StringType::get(), c10::AnyType::get());
   root.insert("models_state_dict", models);
   root.insert("optimizers_state_dict", optimizers);
@@ -364,6 +393,8 @@ DTL_INLINE CheckpointState Checkpointer::load(const TrialStateRefs& trial, const
   if (!rng.contains("cpu_rng_state")) throw CheckpointError(where + ": rng_state has no cpu_rng_state");
   auto generator = at::detail::getDefaultCPUGenerator();
   generator.set_state(rng.at("cpu_rng_state").toTensor());
+  if (rng.contains("gpu_rng_state") && trial.cuda_rng_device)
+    cuda_generator(*trial.cuda_rng_device).set_state(rng.at("gpu_rng_state").toTensor());
   // Callbacks after the RNG, as Determined; a callback the checkpoint does not know keeps its state.
   if (root.contains("callbacks")) {
     const auto saved_cbs = root.at("callbacks").toGenericDict();

@@ -39,14 +39,18 @@ struct CheckpointState {
   std::optional<double> validation_metric;
   /// The trial seed the checkpoint was trained with (read back on load).
   std::optional<std::uint64_t> trial_seed;
-  /// One object per rank, in rank order: `cpu_rng_state` (hex) and `data_position`, so that
-  /// each rank of a distributed run resumes with its own. Null in checkpoints that predate it.
+  /// One object per rank, in rank order: `cpu_rng_state` and, on a CUDA device,
+  /// `cuda_rng_state` (hex), and `data_position`, so that each rank of a distributed run
+  /// resumes with its own. Null in checkpoints that predate it.
   nlohmann::json ranks;
 };
 
-/// The default CPU generator's state as hex (what a checkpoint keeps per rank).
-DTL_INLINE std::string cpu_rng_state_hex();
-DTL_INLINE void set_cpu_rng_state_hex(const std::string& hex);
+/// This rank's generators as hex strings (what a checkpoint keeps per rank): `cpu_rng_state`,
+/// and `cuda_rng_state` for `cuda` when given.
+DTL_INLINE nlohmann::json rank_rng_states(const std::optional<torch::Device>& cuda);
+/// Restores what rank_rng_states saved. A saved CUDA state is skipped (with a warning) when this
+/// run has no CUDA device.
+DTL_INLINE void restore_rank_rng_states(const nlohmann::json& saved, const std::optional<torch::Device>& cuda);
 
 /// Which checkpoints to keep (Determined's `checkpoint_storage.save_trial_latest` /
 /// `save_trial_best`). Without `latest` nothing is deleted.

@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include <dtl/detail/torch_compat.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/lr/param_group_keys.hpp>
 
@@ -30,7 +31,7 @@ using Dict = c10::impl::GenericDict;
 
 inline Dict str_dict() { return Dict(c10::StringType::get(), c10::AnyType::get()); }
 
-inline std::string key_of(const torch::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
+inline compat::OptimizerStateKey key_of(const torch::Tensor& p) { return compat::optimizer_state_key(p); }
 
 /// A state tensor as torch.save stores it: detached, on the CPU.
 inline torch::Tensor out(const torch::Tensor& t) { return t.detach().cpu(); }

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,8 @@ struct TrialStateRefs {
   nlohmann::json hparams;
   nlohmann::json experiment_config;  ///< null when there is none
   std::uint64_t trial_seed = 0;
+  /// The CUDA device whose generator is saved as `gpu_rng_state` (detail::rng_cuda_device).
+  std::optional<torch::Device> cuda_rng_device;
   nlohmann::json load_data_notes;  ///< extra keys for load_data.json (e.g. hyperparameters changed at resume)
 };
 

@@ -11,7 +11,8 @@ namespace dtl {
 DTL_INLINE std::string CommandLine::usage(std::string_view program) {
   std::string text = "usage: " + std::string(program.empty() ? "<program>" : program) +
                      " [--config FILE] [--hparams FILE] [--hparam NAME=VALUE]...\n"
-                     "       [--max-length UNIT=N] [--run-dir DIR] [--resume latest|DIR] [--seed N] [--test-mode]\n";
+                     "       [--max-length UNIT=N] [--run-dir DIR] [--resume latest|DIR] [--seed N] [--device DEV]\n"
+                     "       [--test-mode]\n";
   text +=
       "\n"
       "Trains this trial locally with dtl, the way Determined would run it.\n"
@@ -29,6 +30,8 @@ DTL_INLINE std::string CommandLine::usage(std::string_view program) {
       "                        or from the checkpoint directory DIR\n"
       "  --seed N              seed for every random number generator (overrides\n"
       "                        reproducibility.experiment_seed)\n"
+      "  --device DEV          cpu, cuda or cuda:N (default: cuda:<local rank> where CUDA is\n"
+      "                        available, else cpu)\n"
       "  --test-mode           train and validate one batch, checkpoint, and exit\n"
       "  -h, --help            print this help and exit\n"
       "\n"
@@ -177,7 +180,8 @@ DTL_INLINE CommandLine parse_command_line(int argc, const char* const* argv) {
                                                                                    {"--max-length", "epochs=1"},
                                                                                    {"--run-dir", "runs/mnist"},
                                                                                    {"--resume", "latest"},
-                                                                                   {"--seed", "42"}};
+                                                                                   {"--seed", "42"},
+                                                                                   {"--device", "cuda:0"}};
       std::string_view example = "VALUE";
       for (const auto& [name, sample] : examples) {
         if (name == flag) example = sample;
@@ -206,6 +210,8 @@ DTL_INLINE CommandLine parse_command_line(int argc, const char* const* argv) {
       result.max_length = detail::parse_length_flag(value);
     } else if (flag == "--seed") {
       result.seed = detail::parse_seed_flag(value);
+    } else if (flag == "--device") {
+      result.device = std::string(value);
     }
   }
   return result;

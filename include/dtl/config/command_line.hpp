@@ -39,6 +39,8 @@ struct CommandLine {
   /// "latest" or a checkpoint directory.
   std::optional<std::string> resume;
   std::optional<std::uint64_t> seed;
+  /// `--device cpu|cuda|cuda:N`, checked against the machine by dtl::init.
+  std::optional<std::string> device;
   bool test_mode = false;
   bool help = false;
 
@@ -52,8 +54,9 @@ struct CommandLine {
 
 namespace dtl::detail {
 
-inline constexpr std::array<std::string_view, 9> command_line_flags = {
-    "--config", "--hparams", "--hparam", "--max-length", "--run-dir", "--resume", "--seed", "--test-mode", "--help"};
+inline constexpr std::array<std::string_view, 10> command_line_flags = {
+    "--config", "--hparams", "--hparam",   "--max-length", "--run-dir",
+    "--resume", "--seed",    "--device",   "--test-mode",  "--help"};
 
 [[noreturn]] DTL_INLINE void throw_bad_value(std::string_view flag, const std::string& what);
 

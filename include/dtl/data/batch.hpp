@@ -94,11 +94,15 @@ template <class T, class F>
 }  // namespace detail
 
 /// Moves every tensor of a nested batch to `device`; everything else passes through unchanged.
-/// Tensors already there are not copied. `non_blocking` overlaps a copy from pinned memory.
+/// Tensors already there are not copied. `non_blocking` overlaps the copy of a tensor in pinned
+/// memory with the host's work (other tensors are copied as usual: a non-blocking copy from
+/// pageable memory would gain nothing).
 ///   auto batch = dtl::to_device(std::move(batch), torch::kCUDA);
 template <class T>
 [[nodiscard]] std::remove_cvref_t<T> to_device(T&& data, const torch::Device& device, bool non_blocking = false) {
-  auto move = [&](torch::Tensor t) { return t.device() == device ? t : t.to(device, non_blocking); };
+  auto move = [&](torch::Tensor t) {
+    return t.device() == device ? t : t.to(device, non_blocking && t.device().is_cpu() && t.is_pinned());
+  };
   return detail::transform_tensors(std::forward<T>(data), move);
 }
 

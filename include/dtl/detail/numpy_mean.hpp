@@ -1,8 +1,9 @@
 // dtl — numpy's mean of a 1-D array, bit for bit: what Determined's training-workload average is
 // (`np.mean` over the per-batch values). numpy adds with its pairwise summation (8 accumulators
-// per block of up to 128, halves above that) in the array's own precision, over buffers of 8192
-// elements, and divides in that precision: float32 metrics average in float32, Python floats
-// (float64) in float64. Checked against numpy 1.24 for sizes 1..300 and across buffer boundaries.
+// per block of up to 128, halves above that) in the array's own precision and divides in that
+// precision: float32 metrics average in float32, Python floats (float64) in float64. numpy 1.24
+// sums a long array in buffers of 8192 elements, numpy 2.4 sums it whole (checked against both,
+// for sizes 1..300 and across 8192; which one dtl follows: detail::compat::numpy_sum_buffer).
 #ifndef DTL_DETAIL_NUMPY_MEAN_HPP
 #define DTL_DETAIL_NUMPY_MEAN_HPP
 
@@ -36,12 +37,13 @@ T numpy_pairwise_sum(std::span<const T> a) {
   return numpy_pairwise_sum(a.first(n2)) + numpy_pairwise_sum(a.subspan(n2));
 }
 
-/// `np.mean(a)` for a float or double array (the sum over 8192-element buffers, then / n).
+/// `np.mean(a)` for a float or double array: the sum over buffers of `buffer` elements (numpy
+/// 1.x's ufunc buffer, 8192; 0: the whole array at once, as numpy 2.x), then / n.
 template <class T>
-T numpy_mean(std::span<const T> a) {
-  constexpr std::size_t kBuffer = 8192;  // numpy's default ufunc buffer size
+T numpy_mean(std::span<const T> a, std::size_t buffer) {
+  if (buffer == 0) buffer = a.size() == 0 ? 1 : a.size();
   T sum = 0;
-  for (std::size_t k = 0; k < a.size(); k += kBuffer) sum += numpy_pairwise_sum(a.subspan(k, std::min(kBuffer, a.size() - k)));
+  for (std::size_t k = 0; k < a.size(); k += buffer) sum += numpy_pairwise_sum(a.subspan(k, std::min(buffer, a.size() - k)));
   return sum / static_cast<T>(a.size());
 }
 

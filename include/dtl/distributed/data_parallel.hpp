@@ -107,7 +107,7 @@ class GradientSynchronizer {
   DataParallelOptions opts_;
   std::vector<Param> params_;
   std::vector<Bucket> buckets_;
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<detail::compat::GradAccumulator> accumulators_;
   std::vector<int> arrived_;  // which parameters got their gradient in this pass
   std::size_t next_bucket_ = 0;
   bool enabled_ = true;

@@ -20,7 +20,7 @@ DTL_INLINE DistributedContext::DistributedContext(DistributedOptions o) {
   o.validate();
   rank = o.rank, size = o.size, local_rank = o.local_rank, local_size = o.local_size;
   cross_rank = o.cross_rank, cross_size = o.cross_size;
-  if (size == 1) return;
+  if (size == 1 && !o.connect_single_process) return;
   auto comm = std::make_shared<detail::Communicator>();
   comm->timeout = o.timeout;
   comm->rank = rank;
@@ -43,25 +43,28 @@ DTL_INLINE DistributedContext::DistributedContext(DistributedOptions o) {
                            " (is rank 0 running, and MASTER_ADDR/MASTER_PORT the same on every rank?)");
   }
   try {
+    // Gloo always: object collectives, metrics and barriers run on CPU tensors. NCCL besides for
+    // CUDA tensors with the nccl backend (PyTorch's "cpu:gloo,cuda:nccl"); `automatic` is gloo
+    // here (dtl::init resolves it from the trial's device).
+    auto opts = c10d::ProcessGroupGloo::Options::create(o.timeout);
+    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    else if (o.master_addr == "127.0.0.1" || o.master_addr == "localhost")
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    else
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    comm->group = c10::make_intrusive<c10d::ProcessGroupGloo>(comm->store, static_cast<int>(rank),
+                                                              static_cast<int>(size), opts);
     if (o.backend == DistributedBackend::nccl) {
 #if defined(DTL_WITH_CUDA) && defined(USE_C10D_NCCL)
-      auto opts = c10d::ProcessGroupNCCL::Options::create();
-      opts->timeout = o.timeout;
-      comm->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(comm->store, static_cast<int>(rank),
-                                                                static_cast<int>(size), opts);
+      auto nccl_opts = c10d::ProcessGroupNCCL::Options::create();
+      nccl_opts->timeout = o.timeout;
+      comm->cuda_group = c10::make_intrusive<c10d::ProcessGroupNCCL>(
+          c10::make_intrusive<c10d::PrefixStore>("nccl/", comm->store), static_cast<int>(rank), static_cast<int>(size),
+          nccl_opts);
 #else
-      throw ConfigError("dtl: the NCCL backend needs a CUDA LibTorch and a build with -Dcuda=true");
+      throw ConfigError("dtl: the nccl backend needs a CUDA LibTorch and a build with -Dcuda=true (docs/building.md)");
 #endif
-    } else {
-      auto opts = c10d::ProcessGroupGloo::Options::create(o.timeout);
-      if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
-        opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-      else if (o.master_addr == "127.0.0.1" || o.master_addr == "localhost")
-        opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-      else
-        opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-      comm->group = c10::make_intrusive<c10d::ProcessGroupGloo>(comm->store, static_cast<int>(rank),
-                                                                static_cast<int>(size), opts);
     }
   } catch (const ConfigError&) {
     throw;
@@ -81,7 +84,7 @@ DTL_INLINE void DistributedContext::barrier() const {
 DTL_INLINE void DistributedContext::allreduce_sum_(torch::Tensor& t) const {
   if (!comm_) return;
   std::vector<torch::Tensor> v{t};
-  run("allreduce", [&] { comm_->group->allreduce(v)->wait(); });
+  run("allreduce", [&] { comm_->for_tensor(t).allreduce(v)->wait(); });
 }
 
 DTL_INLINE void DistributedContext::allreduce_max_(torch::Tensor& t) const {
@@ -89,13 +92,13 @@ DTL_INLINE void DistributedContext::allreduce_max_(torch::Tensor& t) const {
   std::vector<torch::Tensor> v{t};
   c10d::AllreduceOptions o;
   o.reduceOp = c10d::ReduceOp::MAX;
-  run("allreduce", [&] { comm_->group->allreduce(v, o)->wait(); });
+  run("allreduce", [&] { comm_->for_tensor(t).allreduce(v, o)->wait(); });
 }
 
 DTL_INLINE c10::intrusive_ptr<c10d::Work> DistributedContext::allreduce_sum_async_(torch::Tensor& t) const {
   std::vector<torch::Tensor> v{t};
   c10::intrusive_ptr<c10d::Work> w;
-  run("allreduce", [&] { w = comm_->group->allreduce(v); });
+  run("allreduce", [&] { w = comm_->for_tensor(t).allreduce(v); });
   return w;
 }
 
@@ -106,7 +109,7 @@ DTL_INLINE void DistributedContext::wait(const c10::intrusive_ptr<c10d::Work>& w
 DTL_INLINE void DistributedContext::broadcast_(torch::Tensor& t) const {
   if (!comm_) return;
   std::vector<torch::Tensor> v{t};
-  run("broadcast", [&] { comm_->group->broadcast(v)->wait(); });
+  run("broadcast", [&] { comm_->for_tensor(t).broadcast(v)->wait(); });
 }
 
 DTL_INLINE void DistributedContext::post_failure(const std::string& what) const noexcept {
@@ -120,7 +123,9 @@ DTL_INLINE void DistributedContext::post_failure(const std::string& what) const 
 }
 
 DTL_INLINE c10::intrusive_ptr<c10d::ProcessGroup> DistributedContext::process_group() const {
-  return comm_ ? comm_->group : c10::intrusive_ptr<c10d::ProcessGroup>();
+  if (!comm_) return {};
+  if (!comm_->user_group) comm_->user_group = detail::compat::as_process_group(comm_->group, comm_->cuda_group, comm_->store);
+  return comm_->user_group;
 }
 
 DTL_INLINE std::chrono::milliseconds DistributedContext::timeout() const noexcept {

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <dtl/detail/compiled_lib.hpp>
+#include <dtl/detail/torch_compat.hpp>
 #include <dtl/distributed/options.hpp>
 #include <dtl/errors.hpp>
 
@@ -37,7 +38,14 @@ namespace detail {
 /// The connection a distributed run shares: store, process group, and what failed.
 struct Communicator {
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  c10::intrusive_ptr<detail::compat::CollectiveGroup> group;       // ProcessGroupGloo: CPU tensors, objects
+  c10::intrusive_ptr<detail::compat::CollectiveGroup> cuda_group;  // ProcessGroupNCCL (nccl backend): CUDA tensors
+  c10::intrusive_ptr<c10d::ProcessGroup> user_group;                // process_group(), made when first asked for
+
+  /// The group that carries `t`: NCCL for a CUDA tensor when there is one, else Gloo.
+  [[nodiscard]] detail::compat::CollectiveGroup& for_tensor(const torch::Tensor& t) const {
+    return cuda_group && t.is_cuda() ? *cuda_group : *group;
+  }
   std::chrono::milliseconds timeout{};
   std::int64_t rank = 0;
   std::int64_t size = 1;
@@ -204,7 +212,9 @@ class DistributedContext {
   /// Tells the other ranks why this one is about to fail, so that their errors can name it.
   /// Best effort: never throws.
   DTL_INLINE void post_failure(const std::string& what) const noexcept;
-  /// The underlying process group (null in a single process), for user collectives.
+  /// The underlying process group (null in a single process), for user collectives. In LibTorch
+  /// 2.x a c10d::ProcessGroup holding dtl's Gloo backend (CPU tensors) and, with the nccl
+  /// backend, its NCCL backend (CUDA tensors); in 1.13 the Gloo group itself.
   [[nodiscard]] DTL_INLINE c10::intrusive_ptr<c10d::ProcessGroup> process_group() const;
   [[nodiscard]] DTL_INLINE std::chrono::milliseconds timeout() const noexcept;
 

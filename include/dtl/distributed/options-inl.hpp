@@ -61,6 +61,15 @@ DTL_INLINE std::optional<DistributedOptions> distributed_options_from(
     o.master_port = static_cast<std::uint16_t>(*port);
   }
   if (const auto t = env_int(get, "DTL_DIST_TIMEOUT")) o.timeout = std::chrono::seconds(*t);
+  if (const char* b = get("DTL_DIST_BACKEND"); b && *b) {
+    const std::string name = b;
+    if (name == "gloo")
+      o.backend = DistributedBackend::gloo;
+    else if (name == "nccl")
+      o.backend = DistributedBackend::nccl;
+    else
+      throw ConfigError("dtl: DTL_DIST_BACKEND='" + name + "' is not a backend; write gloo or nccl");
+  }
   if (const char* agent = get("TORCHELASTIC_USE_AGENT_STORE"); agent && std::string(agent) == "True") {
     o.launcher_hosts_store = true;
     o.store_prefix =

@@ -15,10 +15,12 @@
 
 namespace dtl {
 
-/// Which c10d process group carries the collectives.
+/// Which c10d backend carries the collectives on the model's tensors. Gloo always carries the
+/// CPU ones (metrics, objects, barriers).
 enum class DistributedBackend {
-  gloo,  ///< CPU tensors (and the only one a CPU-only LibTorch has)
-  nccl,  ///< CUDA tensors; needs a CUDA LibTorch and a build with `-Dcuda=true`
+  automatic,  ///< nccl when the trial's device is a CUDA device and dtl was built with CUDA, else gloo
+  gloo,       ///< CPU tensors (and CUDA tensors, staged through the host); all a CPU-only LibTorch has
+  nccl,       ///< CUDA tensors on NCCL; needs a CUDA LibTorch and a build with `-Dcuda=true`
 };
 
 /// How to join a distributed run. `dtl::init` reads it from the environment torchrun sets
@@ -37,10 +39,13 @@ struct DistributedOptions {
   /// Longest a collective waits for a peer before every rank fails with a DistributedError.
   /// `DTL_DIST_TIMEOUT` (seconds) overrides it.
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
-  DistributedBackend backend = DistributedBackend::gloo;
+  /// `DTL_DIST_BACKEND=gloo|nccl` overrides it.
+  DistributedBackend backend = DistributedBackend::automatic;
   /// The store server runs in the launcher (torchrun's agent), not in rank 0.
   bool launcher_hosts_store = false;
   std::string store_prefix;  ///< keys of this attempt (torchrun restarts get their own)
+  /// Open the process group even for one process (to run a backend on one GPU, in tests).
+  bool connect_single_process = false;
 
   /// Fills -1 fields, then checks that the numbers describe a run; a ConfigError names the field.
   DTL_INLINE void validate();

@@ -8,6 +8,8 @@
 
 namespace dtl::lr {
 
+namespace compat = dtl::detail::compat;
+
 DTL_INLINE SequentialLR::SequentialLR(std::shared_ptr<torch::optim::Optimizer> optimizer,
                                       std::vector<std::shared_ptr<LRScheduler>> schedulers,
                                       std::vector<std::int64_t> milestones)
@@ -33,9 +35,20 @@ DTL_INLINE SequentialLR::SequentialLR(std::shared_ptr<torch::optim::Optimizer> o
   auto& keys = detail::param_group_keys();
   for (std::size_t i = 0; i < groups(); ++i)
     if (auto v = keys.get(*optimizer_, i, "initial_lr")) group_options(i).set_lr(*v);
-  for (auto& s : schedulers_) s->shift_last_epoch(-1);
-  schedulers_.front()->initial_step();
-  set_last_lr(schedulers_.front()->get_last_lr());
+  for (auto& s : schedulers_) s->undo_initial_step();
+  // The scheduler for step 0 takes the initial step: the first in 1.13; in 2.x the one after
+  // any milestones at 0.
+  const auto first = compat::sequential_lr_first_is_milestone_aware
+                         ? static_cast<std::size_t>(std::upper_bound(milestones_.begin(), milestones_.end(), 0) -
+                                                    milestones_.begin())
+                         : 0;
+  schedulers_[first]->initial_step();
+  set_last_lr(schedulers_[first]->get_last_lr());
+}
+
+DTL_INLINE void SequentialLR::undo_initial_step() {
+  if (!compat::lr_undo_is_recursive) return LRScheduler::undo_initial_step();
+  for (auto& s : schedulers_) s->undo_initial_step();
 }
 
 DTL_INLINE void SequentialLR::step() {
@@ -44,10 +57,14 @@ DTL_INLINE void SequentialLR::step() {
   const auto idx =
       static_cast<std::size_t>(std::upper_bound(milestones_.begin(), milestones_.end(), e) - milestones_.begin());
   auto& s = *schedulers_[idx];
-  if (idx > 0 && milestones_[idx - 1] == e)
-    s.step_to(0);
-  else
+  if (idx > 0 && milestones_[idx - 1] == e) {
+    if (compat::sequential_lr_milestone_counts_step)
+      s.step_to(0);  // 1.13: step(0), a counted step, which CosineAnnealingWarmRestarts overrides
+    else
+      s.update_lr_to(0);  // 2.x: _update_lr(0)
+  } else {
     s.step();
+  }
   set_last_lr(s.get_last_lr());
 }
 
@@ -83,6 +100,11 @@ DTL_INLINE ChainedScheduler::ChainedScheduler(std::vector<std::shared_ptr<LRSche
 DTL_INLINE void ChainedScheduler::step() {
   for (auto& s : schedulers_) s->step();
   set_last_lr_from_groups();
+}
+
+DTL_INLINE void ChainedScheduler::undo_initial_step() {
+  if (!compat::lr_undo_is_recursive) return LRScheduler::undo_initial_step();
+  for (auto& s : schedulers_) s->undo_initial_step();
 }
 
 DTL_INLINE nlohmann::json ChainedScheduler::state_dict() const {

@@ -32,6 +32,7 @@ class SequentialLR : public LRScheduler {
 
  protected:
   void get_lr(std::span<double> /*lrs*/) override {}
+  DTL_INLINE void undo_initial_step() override;
 
  private:
   std::vector<std::shared_ptr<LRScheduler>> schedulers_;
@@ -54,6 +55,7 @@ class ChainedScheduler : public LRScheduler {
 
  protected:
   void get_lr(std::span<double> /*lrs*/) override {}
+  DTL_INLINE void undo_initial_step() override;
 
  private:
   DTL_INLINE static std::shared_ptr<torch::optim::Optimizer> first_optimizer(

@@ -98,8 +98,13 @@ DTL_INLINE void LRScheduler::step() {
 }
 
 DTL_INLINE nlohmann::json LRScheduler::state_dict() const {
-  return {{"base_lrs", base_lrs_},      {"last_epoch", last_epoch_},           {"verbose", false},
-          {"_step_count", step_count_}, {"_get_lr_called_within_step", false}, {"_last_lr", last_lr_}};
+  nlohmann::json j = {{"base_lrs", base_lrs_},
+                      {"last_epoch", last_epoch_},
+                      {"_step_count", step_count_},
+                      {"_get_lr_called_within_step", false},
+                      {"_last_lr", last_lr_}};
+  dtl::detail::compat::add_scheduler_version_keys(j);
+  return j;
 }
 
 DTL_INLINE void LRScheduler::load_state_dict(const nlohmann::json& state) {
@@ -133,6 +138,10 @@ DTL_INLINE void LRScheduler::initial_step() {
 
 DTL_INLINE void LRScheduler::step_to(std::int64_t epoch) {
   ++step_count_;
+  update_lr_to(epoch);
+}
+
+DTL_INLINE void LRScheduler::update_lr_to(std::int64_t epoch) {
   last_epoch_ = epoch;
   read_lrs();
   if (!closed_form_lr(scratch_)) get_lr(scratch_);

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <dtl/detail/compiled_lib.hpp>
+#include <dtl/detail/torch_compat.hpp>
 #include <dtl/lr/param_group_keys.hpp>
 
 #include <nlohmann/json.hpp>
@@ -73,8 +74,9 @@ class LRScheduler {
   [[nodiscard]] const std::shared_ptr<torch::optim::Optimizer>& optimizer() const noexcept { return optimizer_; }
 
   /// Python's `scheduler.state_dict()` (its `__dict__` without the optimizer): `base_lrs`,
-  /// `last_epoch`, `verbose`, `_step_count`, `_get_lr_called_within_step`, `_last_lr`, plus the
-  /// subclass's settings — so it loads into the Python scheduler and back.
+  /// `last_epoch`, `_step_count`, `_get_lr_called_within_step`, `_last_lr`, the version's own
+  /// keys (`verbose` in 1.13, `_is_initial` in 2.x), plus the subclass's settings — so it loads
+  /// into the Python scheduler of the same torch and back.
   [[nodiscard]] DTL_INLINE virtual nlohmann::json state_dict() const;
   /// Python's `load_state_dict` (`__dict__.update`): every key present replaces the value here,
   /// the settings included.
@@ -94,8 +96,14 @@ class LRScheduler {
   virtual void get_lr(std::span<double> lrs) = 0;
   /// Python's `_get_closed_form_lr`, used by `step(epoch)`; false where Python has none.
   virtual bool closed_form_lr(std::span<double> /*lrs*/) { return false; }
-  /// Python's `step(epoch)`: what SequentialLR calls at a milestone (epoch 0).
+  /// Python's `step(epoch)`: what SequentialLR calls at a milestone (epoch 0) in torch 1.13.
   DTL_INLINE virtual void step_to(std::int64_t epoch);
+  /// Python 2.x's `_update_lr(epoch)`: what SequentialLR calls at a milestone in torch 2.x — the
+  /// learning rates for `epoch` (closed form where there is one), not counted as a step.
+  DTL_INLINE void update_lr_to(std::int64_t epoch);
+  /// Takes back the step this scheduler took at construction (SequentialLR's "undo"): its
+  /// last_epoch; a composite's in 2.x undoes its children's instead (Python's recursive_undo).
+  virtual void undo_initial_step() { shift_last_epoch(-1); }
 
   [[nodiscard]] std::size_t groups() const { return optimizer_->param_groups().size(); }
   [[nodiscard]] double group_lr(std::size_t i) const { return optimizer_->param_groups()[i].options().get_lr(); }
@@ -116,6 +124,7 @@ class LRScheduler {
 
  private:
   friend class SequentialLR;
+  friend class ChainedScheduler;
   std::vector<double> base_lrs_;
   std::vector<double> last_lr_;
   std::vector<double> scratch_;

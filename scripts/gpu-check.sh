@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The GPU check: builds dtl's CUDA configuration against this machine's CUDA LibTorch and runs
+# what only a GPU can run (docs/building.md, "The GPU check"):
+#   1. tests/dtl_cuda_tests: the model and batches on cuda:0, pinned batches; autocast in float16
+#      and bfloat16; GradScaler skipping a real float16 overflow; a checkpoint written on the GPU
+#      resuming bit for bit (the CUDA generator included); NCCL on one rank; the gradient
+#      all-reduce on CUDA tensors;
+#   2. the CPU suite of the same build (dtl_tests with CUDA hidden: it asserts CPU arithmetic);
+#   3. the flagship (Fashion-MNIST) on cuda:0, and resumed there from its checkpoint;
+#   4. the flagship on two ranks sharing the GPU over Gloo (torchrun).
+# It needs a GPU, a Python whose torch has CUDA, meson, ninja, g++ >= 12, and nlohmann-json,
+# yaml-cpp, doctest and zlib where the compiler finds them; it downloads nothing.
+#
+# usage: scripts/gpu-check.sh [--python PY] [--data DIR] [--out DIR] [--build DIR] [--cuda-tests-only]
+#   --python PY  the Python whose torch to build against (default: .venv/bin/python3, else python3)
+#   --data DIR   Fashion-MNIST's four .gz files (default: Debian's /usr/share/datasets/fashion-mnist)
+#   --out DIR    where logs and the summary go (default: build-gpu/check)
+#   --cuda-tests-only   build and run tests/dtl_cuda_tests alone (1.)
+# Ends with "gpu-check: N passed, N failed"; exit status 0 if nothing failed, 2 without a GPU.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+python=
+data=/usr/share/datasets/fashion-mnist
+out=
+build=build-gpu
+cuda_only=false
+while [ $# -gt 0 ]; do
+  case $1 in
+    --python) python=$2; shift 2 ;;
+    --data) data=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    --cuda-tests-only) cuda_only=true; shift ;;
+    *) echo "gpu-check: unknown argument $1 (see the top of $0)" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$python" ]; then
+  if [ -x .venv/bin/python3 ]; then python=$PWD/.venv/bin/python3; else python=$(command -v python3); fi
+fi
+out=${out:-$build/check}
+mkdir -p "$out"
+summary=$out/summary.txt
+: >"$summary"
+say() { echo "$*" | tee -a "$summary"; }
+
+if ! "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  echo "gpu-check: no CUDA device for $python's torch on this machine; run this where there is a GPU" >&2
+  exit 2
+fi
+say "gpu-check on $(hostname) at $(date -u +%FT%TZ)"
+say "GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -n1)"
+say "torch: $("$python" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)')"
+cxx=${CXX:-$(command -v g++-12 || command -v g++)}
+say "compiler: $("$cxx" --version | head -n1)"
+
+start=$(date +%s)
+if [ ! -f "$build/build.ninja" ]; then
+  CXX=$cxx meson setup "$build" -Dtorch_prefix="$python" -Dcuda=true -Dtests=true -Dexamples=true \
+    -Dbuildtype=release >"$out/setup.log" 2>&1 || { tail -n 30 "$out/setup.log"; say "gpu-check: 0 passed, 1 failed (meson setup)"; exit 1; }
+fi
+targets=()
+$cuda_only && targets=(tests/dtl_cuda_tests)
+if ! ninja -C "$build" "${targets[@]}" >"$out/build.log" 2>&1; then
+  grep -E "error|FAILED" "$out/build.log" | head -n 40
+  say "gpu-check: 0 passed, 1 failed (build)"
+  exit 1
+fi
+say "built in $(( $(date +%s) - start )) s"
+
+passed=0
+failed=0
+check() {  # name, command...: one case, passed when the command succeeds
+  local name=$1 t0=$(date +%s)
+  shift
+  if "$@" >"$out/$name.log" 2>&1; then
+    say "PASS $name ($(( $(date +%s) - t0 )) s)"
+    passed=$((passed + 1))
+  else
+    say "FAIL $name ($(( $(date +%s) - t0 )) s)"
+    tail -n 30 "$out/$name.log"
+    failed=$((failed + 1))
+  fi
+}
+doctest_summary() {  # the doctest summary lines of a log, into the summary
+  grep -E '^\[doctest\] (test cases|assertions)' "$1" | sed 's/^/    /' | tee -a "$summary"
+}
+
+check cuda_tests "$build/tests/dtl_cuda_tests" --no-intro
+doctest_summary "$out/cuda_tests.log"
+if $cuda_only; then
+  say "gpu-check: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit
+fi
+check cpu_suite env CUDA_VISIBLE_DEVICES= "$build/tests/dtl_tests" --no-intro
+doctest_summary "$out/cpu_suite.log"
+
+fm=$out/runs
+rm -rf "$fm"
+last_validation() {  # metrics.jsonl -> "accuracy at batch N"
+  "$python" -c 'import json, sys
+v = [json.loads(l) for l in open(sys.argv[1]) if "\"validation\"" in l]
+m = v[-1]
+print("accuracy %.4f at batch %d" % (m["metrics"]["accuracy"], m["steps_completed"]))
+sys.exit(0 if m["metrics"]["accuracy"] > float(sys.argv[2]) else 1)' "$@"
+}
+if [ -f "$data/train-images-idx3-ubyte.gz" ]; then
+  flagship=$build/examples/fashion_mnist
+  check flagship_cuda bash -c "'$flagship' --device cuda:0 --hparam data_dir='$data' --run-dir '$fm/one' && grep -q '\"accuracy\"' '$fm/one/metrics.jsonl'"
+  [ -f "$fm/one/metrics.jsonl" ] && say "    $(last_validation "$fm/one/metrics.jsonl" 0.8)" \
+    "; $(grep -o '[0-9.]* batches/s' "$out/flagship_cuda.log" | tail -n1)"
+  # Stopped after 600 batches, then resumed from its checkpoint on the GPU to the end. (Bit-for-bit
+  # resume is dtl_cuda_tests' case: cuDNN's convolution backward is not deterministic.)
+  check flagship_cuda_resume bash -c "'$flagship' --device cuda:0 --hparam data_dir='$data' --run-dir '$fm/half' --max-length batches=600 >/dev/null && '$flagship' --device cuda:0 --hparam data_dir='$data' --run-dir '$fm/half' --resume latest 2>&1 | tee '$fm/half.log' && grep -q 'resum.*batch 600' '$fm/half.log' && '$python' -c 'import json,sys; v=[json.loads(l) for l in open(sys.argv[1]) if \"validation\" in l]; sys.exit(0 if v[-1][\"steps_completed\"] > 1800 and v[-1][\"metrics\"][\"accuracy\"] > 0.8 else 1)' '$fm/half/metrics.jsonl'"
+  check flagship_two_ranks_gloo bash -c "DTL_DIST_BACKEND=gloo '$python' -m torch.distributed.run --redirects 9:1 --tee 9:1 --nproc_per_node=2 --master_port=29671 --no_python '$flagship' --device cuda:0 --hparam data_dir='$data' --run-dir '$fm/two' --max-length batches=600"
+  [ -f "$fm/two/metrics.jsonl" ] && say "    two ranks: $(last_validation "$fm/two/metrics.jsonl" 0.75)"
+else
+  say "SKIP flagship: no Fashion-MNIST in $data (pass --data DIR)"
+fi
+
+say "total $(( $(date +%s) - start )) s"
+say "gpu-check: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

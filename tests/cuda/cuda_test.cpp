@@ -1,0 +1,265 @@
+// The CUDA test set (a build with -Dcuda=true, run by scripts/gpu-check.sh on a machine with a
+// GPU): device placement and pinned, non-blocking batches; autocast in float16 and bfloat16;
+// GradScaler's skip and back-off on a real float16 overflow; a checkpoint written on the GPU
+// resuming bit for bit (the CUDA generator included); the NCCL backend and the gradient
+// all-reduce on CUDA tensors.
+#include "../core/test_trials.hpp"
+
+#include <fstream>
+
+namespace {
+
+using Batch = std::tuple<torch::Tensor, torch::Tensor>;
+
+// A classifier with dropout (CUDA random numbers) on shuffled data, SGD with momentum, and an
+// evaluation that draws from the device's generator; optionally float16 autocast with a scaler.
+class GpuTrial : public dtl::PyTorchTrial<GpuTrial> {
+ public:
+  explicit GpuTrial(dtl::PyTorchTrialContext& ctx, bool amp = false) : ctx_(ctx), amp_(amp) {
+    torch::manual_seed(11);
+    model_ = ctx.wrap_model(torch::nn::Sequential(torch::nn::Linear(20, 64), torch::nn::ReLU(),
+                                                  torch::nn::Dropout(0.2), torch::nn::Linear(64, 4)));
+    opt_ = ctx.wrap_optimizer(torch::optim::SGD(model_->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9)));
+    if (amp_) scaler_ = ctx.wrap_scaler(dtl::GradScaler({.init_scale = 1024.0}));
+    auto g = torch::make_generator<torch::CPUGeneratorImpl>(3);
+    x_ = torch::randn({256, 20}, g);
+    y_ = x_.narrow(1, 0, 4).argmax(1);
+  }
+  auto build_training_data_loader() {
+    return dtl::DataLoader(dtl::TensorDataset(x_, y_), {.batch_size = 16, .shuffle = true, .pin_memory = true});
+  }
+  auto build_validation_data_loader() { return dtl::DataLoader(dtl::TensorDataset(x_, y_), {.batch_size = 64}); }
+  dtl::Metrics train_batch(Batch& b, std::int64_t, std::int64_t) {
+    auto& [x, y] = b;
+    batches_on_cuda_ += x.is_cuda() && y.is_cuda();
+    torch::Tensor loss;
+    if (amp_) {
+      {
+        dtl::autocast region(torch::kCUDA, torch::kHalf);
+        loss = torch::cross_entropy_loss(model_->forward(x), y);
+      }
+      ctx_.backward(scaler_->scale(loss));
+      ctx_.step_optimizer(opt_, scaler_);
+      scaler_->update();  // the trial's, as in Determined
+    } else {
+      loss = torch::cross_entropy_loss(model_->forward(x), y);
+      ctx_.backward(loss);
+      ctx_.step_optimizer(opt_);
+    }
+    return {{"loss", loss}};
+  }
+  dtl::Metrics evaluate_batch(Batch& b) {
+    const auto noise = torch::rand({1}, torch::TensorOptions().device(ctx_.device()));  // the CUDA generator
+    return {{"validation_loss", torch::cross_entropy_loss(model_->forward(std::get<0>(b)), std::get<1>(b))},
+            {"noise", noise.squeeze()}};
+  }
+  std::int64_t batches_on_cuda_ = 0;
+
+ private:
+  dtl::PyTorchTrialContext& ctx_;
+  bool amp_;
+  torch::nn::Sequential model_{nullptr};
+  std::shared_ptr<torch::optim::SGD> opt_;
+  std::shared_ptr<dtl::GradScaler> scaler_;
+  torch::Tensor x_, y_;
+};
+
+dtl::InitOptions options(const std::filesystem::path& dir, std::uint64_t seed = 1) {
+  auto o = test::init_options("cuda", 16, 0.05);
+  o.run_dir = dir;
+  o.seed = seed;
+  o.device = torch::Device(torch::kCUDA, 0);
+  return o;
+}
+
+std::vector<torch::Tensor> weights(dtl::PyTorchTrialContext& ctx) {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : ctx.models()[0]->parameters()) out.push_back(p.detach().cpu().clone());
+  return out;
+}
+
+bool same(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!torch::equal(a[i], b[i])) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("cuda: dtl::init picks cuda:0; the model and every batch are on it; pinned batches") {
+  auto ctx = dtl::init(options(test::temp_run_dir("cuda-place")));
+  CHECK(ctx.device().is_cuda());
+  GpuTrial trial(ctx);
+  for (const auto& p : ctx.models()[0]->parameters()) CHECK(p.is_cuda());
+  auto loader = trial.build_training_data_loader();
+  auto stream = loader.stream();
+  CHECK(std::get<0>(*stream.begin()).is_pinned());  // pin_memory: page-locked host batches, copied without blocking
+  dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{20}, .quiet = true});
+  CHECK(trial.batches_on_cuda_ == 20);
+  for (const auto& p : ctx.models()[0]->parameters()) CHECK(p.is_cuda());
+  std::filesystem::remove_all(ctx.run_dir());
+}
+
+TEST_CASE("cuda: a checkpoint written on the GPU resumes bit for bit, the CUDA generator included") {
+  const auto base = test::temp_run_dir("cuda-resume");
+  const dtl::FitOptions fit{.max_length = dtl::Batch{40},
+                            .validation_period = dtl::Batch{10},
+                            .checkpoint_period = dtl::Batch{20},
+                            .reporting_period = dtl::Batch{5},
+                            .quiet = true};
+  std::vector<torch::Tensor> straight, resumed;
+  {
+    auto ctx = dtl::init(options(base / "straight"));
+    GpuTrial trial(ctx);
+    dtl::Trainer(trial, ctx).fit(fit);
+    straight = weights(ctx);
+  }
+  {
+    auto ctx = dtl::init(options(base / "resumed"));
+    GpuTrial trial(ctx);
+    auto first = fit;
+    first.max_length = dtl::Batch{20};
+    dtl::Trainer(trial, ctx).fit(first);
+  }
+  const auto checkpoint = test::latest_checkpoint(base / "resumed");
+  {
+    nlohmann::json state;
+    std::ifstream(checkpoint / "trial_state.json") >> state;
+    REQUIRE(state.contains("ranks"));
+    CHECK(state["ranks"][0].contains("cuda_rng_state"));  // saved per device
+  }
+  {
+    auto ctx = dtl::init(options(base / "resumed", /*seed=*/99));  // another seed changes nothing
+    GpuTrial trial(ctx);
+    auto second = fit;
+    second.latest_checkpoint = checkpoint;
+    dtl::Trainer(trial, ctx).fit(second);
+    resumed = weights(ctx);
+  }
+  CHECK(same(resumed, straight));
+  CHECK(test::records(base / "resumed", "training") == test::records(base / "straight", "training"));
+  // Validation draws from the CUDA generator: equal only if its state was restored.
+  CHECK(test::records(base / "resumed", "validation") == test::records(base / "straight", "validation"));
+  std::filesystem::remove_all(base);
+}
+
+TEST_CASE("cuda: autocast runs matmuls in float16 or bfloat16 and restores float32 outside") {
+  torch::manual_seed(1);
+  torch::nn::Linear lin(8, 8);
+  lin->to(torch::kCUDA);
+  auto x = torch::randn({4, 8}, torch::kCUDA);
+  {
+    dtl::autocast region(torch::kCUDA, torch::kHalf);
+    CHECK((lin(x).scalar_type() == torch::kHalf));
+    CHECK((torch::mse_loss(lin(x), x).scalar_type() == torch::kFloat));  // losses stay float32
+  }
+  {
+    dtl::autocast region(torch::kCUDA, torch::kBFloat16);
+    CHECK((lin(x).scalar_type() == torch::kBFloat16));
+  }
+  CHECK((lin(x).scalar_type() == torch::kFloat));
+  CHECK_FALSE(dtl::detail::compat::autocast_enabled(torch::kCUDA));
+}
+
+TEST_CASE("cuda: GradScaler on a real float16 overflow skips the step, backs off, then steps (ATen's CUDA kernels)") {
+  torch::manual_seed(2);
+  torch::nn::Linear lin(16, 16);
+  lin->to(torch::kCUDA);
+  auto opt = std::make_shared<torch::optim::SGD>(lin->parameters(), 0.01);
+  // 2^20 on a loss of order 1: float16 gradients of the autocast region overflow (max 65504).
+  dtl::GradScaler scaler({.init_scale = 1048576.0 * 64, .growth_interval = 1000});
+  auto x = torch::randn({64, 16}, torch::kCUDA) * 100;
+  auto step = [&] {
+    opt->zero_grad();
+    torch::Tensor loss;
+    {
+      dtl::autocast region(torch::kCUDA, torch::kHalf);
+      loss = lin(x).to(torch::kFloat).pow(2).mean();
+    }
+    scaler.scale(loss).backward();
+    const bool stepped = scaler.step(*opt);
+    scaler.update();
+    return stepped;
+  };
+  const auto w = lin->weight.detach().clone();
+  CHECK_FALSE(step());
+  CHECK(torch::equal(lin->weight.detach(), w));  // the overflowing step left the weights alone
+  CHECK(scaler.get_scale() == 1048576.0 * 32);
+  int skipped = 1;
+  while (!step()) ++skipped;
+  CHECK(skipped == scaler.steps_skipped());
+  CHECK(scaler.get_scale() < 1048576.0 * 32);
+  CHECK_FALSE(torch::equal(lin->weight.detach(), w));
+  CHECK(torch::isfinite(lin->weight).all().item<bool>());
+}
+
+TEST_CASE("cuda: the trial with float16 autocast and a scaler trains and resumes bit for bit") {
+  const auto base = test::temp_run_dir("cuda-amp");
+  const dtl::FitOptions fit{.max_length = dtl::Batch{30}, .checkpoint_period = dtl::Batch{15}, .quiet = true};
+  std::vector<torch::Tensor> straight, resumed;
+  {
+    auto ctx = dtl::init(options(base / "straight"));
+    GpuTrial trial(ctx, /*amp=*/true);
+    dtl::Trainer(trial, ctx).fit(fit);
+    straight = weights(ctx);
+  }
+  {
+    auto ctx = dtl::init(options(base / "resumed"));
+    GpuTrial trial(ctx, true);
+    auto first = fit;
+    first.max_length = dtl::Batch{15};
+    dtl::Trainer(trial, ctx).fit(first);
+  }
+  {
+    auto ctx = dtl::init(options(base / "resumed"));
+    GpuTrial trial(ctx, true);
+    auto second = fit;
+    second.latest_checkpoint = test::latest_checkpoint(base / "resumed");
+    dtl::Trainer(trial, ctx).fit(second);
+    resumed = weights(ctx);
+  }
+  CHECK(same(resumed, straight));
+  for (const auto& w : straight) CHECK(torch::isfinite(w).all().item<bool>());
+  std::filesystem::remove_all(base);
+}
+
+TEST_CASE("cuda: the NCCL backend on one rank: CUDA tensors on NCCL, objects on Gloo, process_group()") {
+  dtl::DistributedOptions o{.master_port = 29641, .backend = dtl::DistributedBackend::nccl, .connect_single_process = true};
+  dtl::DistributedContext dist(o);
+  REQUIRE(dist.connected());
+  auto t = torch::arange(6, torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA));
+  dist.allreduce_sum_(t);  // one rank: the sum is itself
+  CHECK(torch::equal(t.cpu(), torch::arange(6, torch::kFloat)));
+  auto w = dist.allreduce_sum_async_(t);
+  dist.wait(w, "test");
+  dist.broadcast_(t);
+  CHECK(torch::equal(t.cpu(), torch::arange(6, torch::kFloat)));
+  CHECK(dist.allgather(nlohmann::json{{"rank", 0}}).size() == 1);
+  dist.barrier();
+  auto pg = dist.process_group();
+  REQUIRE(pg);
+  std::vector<torch::Tensor> v{t};
+  pg->allreduce(v)->wait();
+  CHECK(torch::equal(t.cpu(), torch::arange(6, torch::kFloat)));
+}
+
+TEST_CASE("cuda: data-parallel gradient sync over NCCL on one rank leaves the gradients as backward made them") {
+  dtl::DistributedOptions o{.master_port = 29642, .backend = dtl::DistributedBackend::nccl, .connect_single_process = true};
+  dtl::DistributedContext dist(o);
+  torch::manual_seed(3);
+  torch::nn::Sequential net(torch::nn::Linear(32, 64), torch::nn::ReLU(), torch::nn::Linear(64, 2));
+  net->to(torch::kCUDA);
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (const auto& p : net->named_parameters()) named.emplace_back(p.key(), p.value());
+  auto x = torch::randn({8, 32}, torch::kCUDA);
+  net->forward(x).pow(2).sum().backward();
+  std::vector<torch::Tensor> plain;
+  for (const auto& p : net->parameters()) plain.push_back(p.grad().clone()), p.mutable_grad().zero_();
+  {
+    dtl::detail::GradientSynchronizer sync(dist, named, {.bucket_cap_mb = 0.001});  // several buckets
+    net->forward(x).pow(2).sum().backward();
+  }
+  std::size_t i = 0;
+  for (const auto& p : net->parameters()) CHECK(torch::equal(p.grad(), plain[i++]));
+}
