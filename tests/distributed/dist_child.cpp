@@ -48,8 +48,11 @@ class DistTrial : public dtl::PyTorchTrial<DistTrial> {
                                    torch::nn::Linear(16, 1));
     if (ctx.get_hparams().value("unused", false))  // a parameter forward never uses
       model_->register_parameter("unused_bias", torch::zeros({3}));
-    model_ = ctx.wrap_model(model_, {.bucket_cap_mb = ctx.get_hparams().value("bucket_mb", 25.0),
-                                     .find_unused_parameters = ctx.get_hparams().value("find_unused", false)});
+    const auto& hp = ctx.get_hparams();
+    model_ = ctx.wrap_model(model_, {.bucket_cap_mb = hp.contains("bucket_mb")
+                                                          ? std::optional<double>(hp.at("bucket_mb").get<double>())
+                                                          : std::nullopt,
+                                     .find_unused_parameters = hp.value("find_unused", false)});
     opt_ = ctx.wrap_optimizer(torch::optim::SGD(model_->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9)));
     by_class_ = ctx.wrap_reducer(WeightedSum{}, "by_class");
     by_function_ = ctx.wrap_reducer(weighted_sum, "by_function");
@@ -131,7 +134,47 @@ class DistTrial : public dtl::PyTorchTrial<DistTrial> {
 
 }  // namespace
 
+// DTL_TEST_DDP_PARITY=OUT: instead of the trial, the steps tests/distributed/ddp_reference.py
+// takes under PyTorch's DDP, on dtl's gradient synchronizer; rank 0 writes the parameters'
+// float32 bytes after each step to OUT.
+int ddp_parity(const char* out_path) {
+  auto options = dtl::detail::distributed_options_from_environment();
+  if (!options) throw dtl::ConfigError("DTL_TEST_DDP_PARITY needs a distributed environment");
+  options->backend = dtl::DistributedBackend::gloo;
+  dtl::DistributedContext dist(*options);
+  torch::manual_seed(0);
+  // The layers one after another: as Sequential's arguments g++ would build the last one first
+  // (the initialization-order pitfall of docs/porting.md), and the weights would not be Python's.
+  torch::nn::Linear first(784, 256);
+  torch::nn::Linear second(256, 10);
+  torch::nn::Sequential net(first, torch::nn::ReLU(), second);
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (const auto& p : net->named_parameters()) named.emplace_back(p.key(), p.value());
+  dtl::detail::GradientSynchronizer sync(dist, named, {});
+  torch::manual_seed(100 + static_cast<std::uint64_t>(dist.rank));
+  const auto x = torch::randn({8, 784});
+  const auto y = torch::randint(0, 10, {8});
+  torch::optim::SGD opt(net->parameters(), 0.1);
+  std::ofstream out;
+  if (dist.is_chief()) out.open(out_path, std::ios::binary);
+  for (int step = 0; step < 3; ++step) {
+    opt.zero_grad();
+    torch::nn::functional::cross_entropy(net->forward(x), y).backward();
+    opt.step();
+    if (!dist.is_chief()) continue;
+    for (const auto& p : net->parameters()) {
+      const auto c = p.detach().contiguous();
+      out.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.numel() * c.element_size()));
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (const char* parity = std::getenv("DTL_TEST_DDP_PARITY")) {
+    torch::set_num_threads(1);
+    return ddp_parity(parity);
+  }
   try {
     dtl::InitOptions opts{.hparams = {{"global_batch_size", 8}}};
     opts.aggregation_frequency = env_or("DTL_TEST_AGG", 1);

@@ -420,6 +420,40 @@ TEST_CASE("a parameter without gradient: an error naming it, or zero with find_u
   fs::remove_all(root);
 }
 
+TEST_CASE("gradients averaged as PyTorch's DDP does, bit for bit, on 2 and 3 ranks (its buckets, its 1/world_size)") {
+  if (auto why = test_support::python_torch_missing()) {
+    MESSAGE("skipped the comparison with torch's DDP: " << *why);
+    return;
+  }
+  const auto root = test::temp_run_dir("ddp-parity");
+  fs::create_directories(root);
+  for (int world : {2, 3}) {
+    CAPTURE(world);
+    const auto theirs = root / ("ddp" + std::to_string(world) + ".bin");
+    const auto mine = root / ("dtl" + std::to_string(world) + ".bin");
+    auto cmd = torchrun({"--redirects", "9:1", "--tee", "9:1", "--nproc_per_node=" + std::to_string(world),
+                         "--master_port=" + std::to_string(free_port()),
+                         test_support::test_file("distributed/ddp_reference.py").string(), theirs.string()});
+    const auto py_log = root / ("ddp" + std::to_string(world) + ".log");
+    REQUIRE_MESSAGE(wait_for(spawn(cmd, {{"OMP_NUM_THREADS", "1"}}, py_log), std::chrono::seconds(120)) == 0,
+                    slurp(py_log));
+    Launch l{root / ("run" + std::to_string(world)), {}, {{"DTL_TEST_DDP_PARITY", mine.string()}}};
+    const auto rc = run_ranks(world, l);
+    for (int r = 0; r < world; ++r)
+      REQUIRE_MESSAGE(rc[static_cast<std::size_t>(r)] == 0, slurp(l.run.string() + ".rank" + std::to_string(r) + ".log"));
+    const auto a = slurp(theirs), b = slurp(mine);
+    REQUIRE(a.size() == 3 * 203530 * sizeof(float));  // three steps of every parameter
+    // Step by step, so a difference says where it starts (the first step uses DDP's first
+    // layout; the second and third its rebuilt one).
+    for (std::size_t step = 0; step < 3; ++step) {
+      CAPTURE(step);
+      const auto n = a.size() / 3;
+      CHECK(a.compare(step * n, n, b, step * n, n) == 0);
+    }
+  }
+  fs::remove_all(root);
+}
+
 TEST_CASE("torchrun: 2 processes on one node, and two torchrun nodes on 127.0.0.1") {
   if (!have_torchrun()) {
     MESSAGE("torchrun not available (" << *test_support::python_torch_missing() << "): skipped");

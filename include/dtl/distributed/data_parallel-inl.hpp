@@ -39,28 +39,32 @@ DTL_INLINE GradientSynchronizer::GradientSynchronizer(DistributedContext dist,
                                                       std::vector<std::pair<std::string, torch::Tensor>> named_params,
                                                       DataParallelOptions options)
     : dist_(std::move(dist)), opts_(options) {
-  // Buckets in reverse registration order: backward produces the last layers' gradients first.
-  const auto cap = static_cast<std::int64_t>(opts_.bucket_cap_mb * 1024.0 * 1024.0);
-  for (auto it = named_params.rbegin(); it != named_params.rend(); ++it) {
-    auto& [name, p] = *it;
-    if (!p.requires_grad()) continue;
-    const auto bytes = p.numel() * static_cast<std::int64_t>(p.element_size());
-    if (buckets_.empty() || buckets_.back().bytes + bytes > cap || buckets_.back().dtype != p.scalar_type() ||
-        buckets_.back().device != p.device())
-      buckets_.push_back(Bucket{.dtype = p.scalar_type(), .device = p.device()});
-    auto& b = buckets_.back();
-    params_.push_back(Param{name, p, buckets_.size() - 1, b.numel});
-    b.members.push_back(params_.size() - 1);
-    b.numel += p.numel();
-    b.bytes += bytes;
-  }
-  for (auto& b : buckets_) {
-    b.buffer = torch::zeros({b.numel}, torch::TensorOptions().dtype(b.dtype).device(b.device));
-    for (auto i : b.members) {
-      auto& p = params_[i];
-      b.views.push_back(b.buffer.narrow(0, p.offset, p.tensor.numel()).view(p.tensor.sizes()));
-    }
-  }
+  // DDP's caps: 25 MiB with a first bucket of 1 MiB by default; a bucket_cap_mb the user gives
+  // is every bucket's (int(mb * 2^20) bytes, as Python computes it).
+  constexpr std::int64_t mib = 1024 * 1024;
+  bucket_bytes_ = static_cast<std::int64_t>(opts_.bucket_cap_mb.value_or(25.0) * static_cast<double>(mib));
+  first_bucket_bytes_ = opts_.bucket_cap_mb ? bucket_bytes_ : mib;
+  if (bucket_bytes_ < 0) throw ConfigError("dtl: DataParallelOptions::bucket_cap_mb must be >= 0");
+  inv_world_ = torch::scalar_tensor(1.0 / static_cast<double>(std::max<std::int64_t>(dist_.size, 1)), torch::kDouble);
+  inv_world_.unsafeGetTensorImpl()->set_wrapped_number(true);  // computes in the gradient's dtype, as DDP's
+  for (auto& [name, p] : named_params)
+    if (p.requires_grad()) params_.push_back(Param{name, p});
+  // The first assignment (DDP's __init__): parameter order; one bucket per dtype and device
+  // unless unused parameters are looked for; sorted, then the bucket list reversed.
+  std::vector<std::size_t> order(params_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::vector<std::int64_t> limits;
+  if (!opts_.find_unused_parameters)
+    limits = {std::numeric_limits<std::int64_t>::max()};
+  else if (first_bucket_bytes_ < bucket_bytes_)
+    limits = {first_bucket_bytes_, bucket_bytes_};
+  else
+    limits = {bucket_bytes_};
+  auto assignment = assign(order, limits, /*sort=*/true);
+  std::reverse(assignment.begin(), assignment.end());
+  make_buckets(std::move(assignment));
+  // DDP rebuilds once, after the first step, unless it looks for unused parameters.
+  rebuilt_ = opts_.find_unused_parameters;
   arrived_.assign(params_.size(), 0);
   // A post-hook on each parameter's gradient accumulator: it runs once the gradient of this
   // backward pass has been added into .grad.
@@ -69,6 +73,85 @@ DTL_INLINE GradientSynchronizer::GradientSynchronizer(DistributedContext dist,
     acc->add_post_hook(std::make_unique<Hook>(this, i));
     accumulators_.push_back(std::move(acc));
   }
+}
+
+DTL_INLINE std::vector<std::vector<std::size_t>> GradientSynchronizer::assign(const std::vector<std::size_t>& order,
+                                                                              const std::vector<std::int64_t>& limits,
+                                                                              bool sort) const {
+  struct Open {
+    torch::ScalarType dtype;
+    torch::Device device;
+    std::vector<std::size_t> members;
+    std::int64_t bytes = 0;
+    std::size_t limit = 0;
+  };
+  std::vector<Open> open;  // one per dtype and device, in order of first appearance
+  std::vector<std::vector<std::size_t>> out;
+  for (const auto i : order) {
+    const auto& p = params_[i].tensor;
+    auto it = std::find_if(open.begin(), open.end(),
+                           [&](const Open& o) { return o.dtype == p.scalar_type() && o.device == p.device(); });
+    if (it == open.end()) it = open.insert(open.end(), Open{p.scalar_type(), p.device()});
+    it->members.push_back(i);
+    it->bytes += p.numel() * static_cast<std::int64_t>(p.element_size());
+    if (it->bytes >= limits[it->limit]) {
+      out.push_back(std::exchange(it->members, {}));
+      it->bytes = 0;
+      if (it->limit + 1 < limits.size()) ++it->limit;
+    }
+  }
+  for (auto& o : open)
+    if (!o.members.empty()) out.push_back(std::move(o.members));
+  if (sort)
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+      return *std::min_element(a.begin(), a.end()) < *std::min_element(b.begin(), b.end());
+    });
+  return out;
+}
+
+DTL_INLINE void GradientSynchronizer::make_buckets(std::vector<std::vector<std::size_t>> assignment) {
+  buckets_.clear();
+  for (auto& members : assignment) {
+    auto& b = buckets_.emplace_back();
+    b.members = std::move(members);
+    std::int64_t numel = 0;
+    for (const auto i : b.members) numel += params_[i].tensor.numel();
+    const auto& first = params_[b.members.front()].tensor;
+    b.buffer = torch::zeros({numel}, torch::TensorOptions().dtype(first.scalar_type()).device(first.device()));
+    std::int64_t offset = 0;
+    for (std::size_t k = 0; k < b.members.size(); ++k) {
+      auto& p = params_[b.members[k]];
+      p.bucket = buckets_.size() - 1;
+      p.slot = k;
+      // DDP's views follow the parameter's strides (a channels_last weight keeps its memory order).
+      b.views.push_back(b.buffer.as_strided(p.tensor.sizes(), p.tensor.strides(), offset));
+      offset += p.tensor.numel();
+    }
+  }
+}
+
+DTL_INLINE void GradientSynchronizer::rebuild() {
+  rebuilt_ = true;
+  // DDP's rebuild_buckets: the ready order, its two caps, no sort; rank 0's result everywhere.
+  nlohmann::json mine = nlohmann::json::array();
+  if (ready_order_.size() == params_.size())
+    for (const auto& bucket : assign(ready_order_, {first_bucket_bytes_, bucket_bytes_}, /*sort=*/false))
+      mine.push_back(bucket);
+  ready_order_.clear();
+  ready_order_.shrink_to_fit();
+  const auto chosen = dist_.broadcast(mine);
+  if (chosen.empty()) return;  // rank 0 saw no complete order: keep the first layout
+  auto assignment = chosen.get<std::vector<std::vector<std::size_t>>>();
+  std::vector<int> seen(params_.size(), 0);
+  for (const auto& bucket : assignment)
+    for (const auto i : bucket)
+      if (i >= params_.size() || seen[i]++)
+        throw DistributedError("dtl: rank " + std::to_string(dist_.rank) +
+                               ": rank 0's gradient buckets do not match this rank's parameters (a different model?)");
+  if (std::find(seen.begin(), seen.end(), 0) != seen.end())
+    throw DistributedError("dtl: rank " + std::to_string(dist_.rank) +
+                           ": rank 0's gradient buckets do not match this rank's parameters (a different model?)");
+  make_buckets(std::move(assignment));
 }
 
 DTL_INLINE GradientSynchronizer::~GradientSynchronizer() {
@@ -89,11 +172,12 @@ DTL_INLINE void GradientSynchronizer::on_gradient(std::size_t i) {
     // Runs once this backward pass has finished: wait for the buckets and write back.
     torch::autograd::Engine::get_default_engine().queue_callback([this] { finalize(); });
   }
+  if (!rebuilt_ && !arrived_[i]) ready_order_.push_back(i);
   auto& p = params_[i];
   auto& b = buckets_[p.bucket];
-  const std::size_t k = static_cast<std::size_t>(&p - params_.data()) - b.members.front();
   arrived_[i] = 1;
-  b.views[k].copy_(p.tensor.grad());
+  // DDP's mark_variable_ready_dense: the gradient times float(1/world_size), into the bucket.
+  at::mul_out(b.views[p.slot], p.tensor.grad(), inv_world_);
   if (++b.ready == b.members.size() && opts_.overlap) launch_ready_buckets();
 }
 
@@ -133,7 +217,7 @@ DTL_INLINE void GradientSynchronizer::finalize() {
         if (arrived_[i]) continue;
         const auto& g = params_[i].tensor.grad();
         if (g.defined())
-          b.views[k].copy_(g);
+          at::mul_out(b.views[k], g, inv_world_);
         else
           b.views[k].zero_();
       }
@@ -151,9 +235,7 @@ DTL_INLINE void GradientSynchronizer::finalize() {
   for (auto& b : buckets_) dist_.wait(b.work, "gradient all-reduce");
   wait_time_ += std::chrono::steady_clock::now() - t0;
   torch::NoGradGuard no_grad;
-  const double inv = 1.0 / static_cast<double>(dist_.size);
   for (auto& b : buckets_) {
-    b.buffer.mul_(inv);
     for (std::size_t k = 0; k < b.members.size(); ++k) {
       const auto i = b.members[k];
       auto& p = params_[i].tensor;
@@ -164,6 +246,7 @@ DTL_INLINE void GradientSynchronizer::finalize() {
       // else: unused on every rank, so its gradient stays undefined, as DDP leaves it
     }
   }
+  if (!rebuilt_) rebuild();
 }
 
 DTL_INLINE bool GradientSynchronizer::all_ready() const {

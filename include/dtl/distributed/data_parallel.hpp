@@ -1,8 +1,14 @@
 // dtl — data parallelism with PyTorch DDP's semantics on a DistributedContext: parameters and
 // buffers broadcast from rank 0, gradients averaged in buckets that are all-reduced
 // asynchronously from autograd hooks as soon as each bucket's gradients are accumulated, so the
-// communication overlaps the rest of backward. (DDP's own Reducer cannot be built against
-// Debian's LibTorch headers; this is the same algorithm on the process group.)
+// communication overlaps the rest of backward. The arithmetic and the bucket layout are DDP's
+// (torch 2.15's Reducer), so ranks sum exactly as Python DDP does: each gradient is multiplied
+// by float(1/world_size) as it is copied into its bucket, the buckets are summed, and the layout
+// is DDP's — one bucket per dtype and device in parameter order for the first step, then, once,
+// buckets of 1 MiB and 25 MiB in the order gradients became ready (rank 0's). Gloo's ring adds
+// each element in an order that depends on its offset, so with 3+ ranks the layout decides the
+// last bits. (DDP's own c10d::Reducer cannot be built against Debian's LibTorch 1.13 headers;
+// this one code runs on both versions; docs/distributed.md.)
 #ifndef DTL_DISTRIBUTED_DATA_PARALLEL_HPP
 #define DTL_DISTRIBUTED_DATA_PARALLEL_HPP
 
@@ -18,7 +24,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,8 +36,9 @@ namespace dtl {
 /// DDP's options, as `wrap_model(model, {...})` takes them.
 ///   model_ = ctx.wrap_model(Net{}, {.find_unused_parameters = true});
 struct DataParallelOptions {
-  /// Gradients are all-reduced in buckets of about this many MiB (DDP's default 25).
-  double bucket_cap_mb = 25.0;
+  /// Gradients are all-reduced in buckets of about this many MiB. Unset: DDP's default, 25 MiB
+  /// with a first bucket of 1 MiB; set: every bucket this size (DDP's rule).
+  std::optional<double> bucket_cap_mb;
   /// Parameters that get no gradient in a step (data-dependent branches, frozen heads) count
   /// as zero gradients instead of failing the step (DDP's option; Determined's issue #9814
   /// asks for it). Costs one more small all-reduce per step.
@@ -69,17 +78,13 @@ class GradientSynchronizer {
   struct Param {
     std::string name;
     torch::Tensor tensor;
-    std::size_t bucket;
-    std::int64_t offset;
+    std::size_t bucket = 0;
+    std::size_t slot = 0;  // its place among the bucket's members
   };
   struct Bucket {
-    torch::ScalarType dtype;
-    torch::Device device = torch::kCPU;
-    std::vector<std::size_t> members;
-    std::vector<torch::Tensor> views;  // one per member, shaped like its parameter, into buffer
+    std::vector<std::size_t> members;  // parameter indices, in bucket order
+    std::vector<torch::Tensor> views;  // one per member, shaped and strided like it, into buffer
     torch::Tensor buffer;
-    std::int64_t numel = 0;
-    std::int64_t bytes = 0;
     std::size_t ready = 0;
     c10::intrusive_ptr<c10d::Work> work;
   };
@@ -94,6 +99,18 @@ class GradientSynchronizer {
     std::size_t index;
   };
 
+  /// DDP's compute_bucket_assignment_by_size: the parameters in `order`, per dtype and device,
+  /// into buckets closed once they reach the current limit (the last limit repeats); sorted by
+  /// their smallest index when `sort` (the initial assignment).
+  [[nodiscard]] DTL_INLINE std::vector<std::vector<std::size_t>> assign(const std::vector<std::size_t>& order,
+                                                                       const std::vector<std::int64_t>& limits,
+                                                                       bool sort) const;
+  /// Allocates the buckets' buffers and views for an assignment.
+  DTL_INLINE void make_buckets(std::vector<std::vector<std::size_t>> assignment);
+  /// After the first synchronized backward: DDP's one rebuild, in the order the gradients became
+  /// ready, with rank 0's assignment on every rank.
+  DTL_INLINE void rebuild();
+
   DTL_INLINE void on_gradient(std::size_t i);
 
   /// Launches buckets in index order, so every rank issues the same collectives in the same order.
@@ -105,10 +122,15 @@ class GradientSynchronizer {
 
   DistributedContext dist_;
   DataParallelOptions opts_;
+  std::int64_t bucket_bytes_ = 0;        // DDP's bucket_bytes_cap
+  std::int64_t first_bucket_bytes_ = 0;  // and first_bucket_bytes_cap
+  torch::Tensor inv_world_;              // 1/world_size as a wrapped double scalar (DDP's div_factor)
   std::vector<Param> params_;
   std::vector<Bucket> buckets_;
   std::vector<detail::compat::GradAccumulator> accumulators_;
-  std::vector<int> arrived_;  // which parameters got their gradient in this pass
+  std::vector<int> arrived_;              // which parameters got their gradient in this pass
+  std::vector<std::size_t> ready_order_;  // the first synchronized pass's, for the rebuild
+  bool rebuilt_ = false;
   std::size_t next_bucket_ = 0;
   bool enabled_ = true;
   bool pass_started_ = false;
