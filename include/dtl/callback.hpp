@@ -2,6 +2,8 @@
 #ifndef DTL_CALLBACK_HPP
 #define DTL_CALLBACK_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/metrics.hpp>
 
 #include <ATen/core/Dict.h>
@@ -17,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// Base class of a callback: override the hooks you need (mark them `override`, so a wrong
 /// signature is a compile error rather than a hook that never runs). Hooks run at epoch,

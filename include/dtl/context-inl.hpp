@@ -4,9 +4,11 @@
 #ifndef DTL_CONTEXT_INL_HPP
 #define DTL_CONTEXT_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/context.hpp>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 DTL_INLINE PyTorchTrialContext::PyTorchTrialContext(detail::ContextSetup setup) : s_(std::move(setup)) {
   if (s_.aggregation_frequency < 1)

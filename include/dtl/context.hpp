@@ -41,7 +41,7 @@
 #include <utility>
 #include <vector>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 template <class Trial>
 class Trainer;

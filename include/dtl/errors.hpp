@@ -2,10 +2,12 @@
 #ifndef DTL_ERRORS_HPP
 #define DTL_ERRORS_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <stdexcept>
 #include <string>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// A bad command line, config file or hyperparameter: reported before any work starts.
 /// `dtl::init` turns it into one error line on stderr and exit status 2.

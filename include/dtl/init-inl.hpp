@@ -4,9 +4,11 @@
 #ifndef DTL_INIT_INL_HPP
 #define DTL_INIT_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/init.hpp>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 DTL_INLINE std::atomic<int>& stop_signal_flag() {
   static std::atomic<int> sig{0};
@@ -166,7 +168,7 @@ DTL_INLINE detail::ContextSetup make_setup(InitOptions opts, const CommandLine* 
 
 }  // namespace dtl::detail
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 DTL_INLINE PyTorchTrialContext init(InitOptions opts) {
   auto setup = detail::make_setup(std::move(opts), nullptr);

@@ -29,7 +29,7 @@
 #include <string>
 #include <utility>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// What code passes to dtl::init; the experiment config overrides it and the command line
 /// overrides both.

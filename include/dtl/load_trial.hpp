@@ -5,6 +5,8 @@
 #ifndef DTL_LOAD_TRIAL_HPP
 #define DTL_LOAD_TRIAL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/checkpoint/checkpoint.hpp>
 #include <dtl/context.hpp>
 #include <dtl/errors.hpp>
@@ -16,7 +18,7 @@
 #include <memory>
 #include <utility>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// A trial and the context it references, kept alive together.
 template <class Trial>

@@ -4,6 +4,8 @@
 #ifndef DTL_LR_SCHEDULER_HPP
 #define DTL_LR_SCHEDULER_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/lr/composite.hpp>
 #include <dtl/lr/cosine.hpp>
 #include <dtl/lr/cyclic.hpp>
@@ -11,7 +13,7 @@
 #include <dtl/lr/lambda.hpp>
 #include <dtl/lr/scheduler.hpp>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// When the Trainer steps a wrapped scheduler (Determined's `LRScheduler.StepMode`).
 enum class StepMode {

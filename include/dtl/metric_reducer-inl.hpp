@@ -4,9 +4,11 @@
 #ifndef DTL_METRIC_REDUCER_INL_HPP
 #define DTL_METRIC_REDUCER_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/metric_reducer.hpp>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 DTL_INLINE PreparedReducers prepare_reducers(std::vector<WrappedReducer>& reducers, bool training) {
   PreparedReducers p;

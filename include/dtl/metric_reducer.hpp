@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 // Small named requirements, so a failure names the missing piece.
 

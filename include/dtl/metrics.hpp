@@ -3,6 +3,8 @@
 #ifndef DTL_METRICS_HPP
 #define DTL_METRICS_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <torch/torch.h>
 
 #include <initializer_list>
@@ -11,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// One metric value: a tensor (any shape, any device) or a plain number.
 class MetricValue {

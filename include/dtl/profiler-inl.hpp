@@ -4,9 +4,11 @@
 #ifndef DTL_PROFILER_INL_HPP
 #define DTL_PROFILER_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/profiler.hpp>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 DTL_INLINE ProfilerAction profiler_action(const ProfilerSchedule& s, std::int64_t k) {
   if (k < s.skip_first) return ProfilerAction::none;
@@ -26,12 +28,35 @@ DTL_INLINE ScheduledProfiler::ScheduledProfiler(ProfilerSchedule schedule, std::
   if (s_.trace_dir.empty()) s_.trace_dir = std::move(default_dir);
 }
 
+DTL_INLINE ScheduledProfiler::~ScheduledProfiler() {
+  if (!recording_) return;
+  try {
+    compat::kineto_stop_and_save(file_->string());
+  } catch (...) {  // a destructor: the run's own outcome matters more than a partial trace
+  }
+}
+
 DTL_INLINE void ScheduledProfiler::before_batch() {
   const auto a = profiler_action(s_, k_);
+  const bool record = a == ProfilerAction::record || a == ProfilerAction::record_and_save;
+  if (compat::kineto_profiler) {
+    if (a == ProfilerAction::warmup && !warming_ && !recording_) {
+      compat::kineto_prepare();
+      warming_ = true;
+    } else if (record && !recording_) {
+      std::filesystem::create_directories(s_.trace_dir);
+      file_ = s_.trace_dir /
+              ("dtl." + std::to_string(::getpid()) + ".batch" + std::to_string(k_) + ".pt.trace.json");
+      compat::kineto_start();
+      warming_ = false;
+      recording_ = true;
+    }
+    return;
+  }
   if (a == ProfilerAction::warmup && !warmup_) {
     warmup_.emplace();
     guard_ = std::make_unique<torch::autograd::profiler::RecordProfile>(*warmup_);
-  } else if ((a == ProfilerAction::record || a == ProfilerAction::record_and_save) && !file_) {
+  } else if (record && !file_) {
     guard_.reset();  // ends a warmup
     warmup_.reset();
     std::filesystem::create_directories(s_.trace_dir);
@@ -44,7 +69,12 @@ DTL_INLINE void ScheduledProfiler::before_batch() {
 
 DTL_INLINE void ScheduledProfiler::after_batch() {
   if (profiler_action(s_, k_) == ProfilerAction::record_and_save) {
-    guard_.reset();  // RecordProfile writes the trace when destroyed
+    if (recording_) {
+      compat::kineto_stop_and_save(file_->string());
+      recording_ = false;
+    } else {
+      guard_.reset();  // RecordProfile writes the trace when destroyed
+    }
     traces_.push_back(*file_);
     file_.reset();
   }

@@ -1,9 +1,10 @@
 // dtl — the profiler: `context.set_profiler(schedule)` profiles scheduled train_batch calls with
 // LibTorch's profiler and writes one Chrome-trace JSON file per active cycle (chrome://tracing and
 // Perfetto open it). The schedule is torch.profiler.schedule's: skip_first batches, then cycles of
-// wait / warmup / active batches, `repeat` times (0: for the whole run). Debian's LibTorch is built
-// without Kineto, so this drives the autograd profiler (`RecordProfile`), which records every
-// ATen op on the CPU with its timing.
+// wait / warmup / active batches, `repeat` times (0: for the whole run). On LibTorch 2.x it drives
+// Kineto, torch.profiler's engine (CPU, and CUDA activity where there is a GPU; the traces also
+// open in TensorBoard's PyTorch profiler plugin); Debian's 1.13 is built without Kineto, so there
+// it drives the autograd profiler (`RecordProfile`), which records every ATen op on the CPU.
 #ifndef DTL_PROFILER_HPP
 #define DTL_PROFILER_HPP
 
@@ -11,6 +12,7 @@
 #include <torch/torch.h>
 
 #include <dtl/detail/compiled_lib.hpp>
+#include <dtl/detail/torch_compat.hpp>
 #include <dtl/errors.hpp>
 
 #include <unistd.h>
@@ -24,7 +26,7 @@
 #include <string>
 #include <vector>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// torch.profiler.schedule(wait, warmup, active, repeat, skip_first).
 ///   ctx.set_profiler({.wait = 1, .warmup = 1, .active = 2, .repeat = 2});
@@ -51,13 +53,17 @@ DTL_INLINE ProfilerAction profiler_action(const ProfilerSchedule& s, std::int64_
 class ScheduledProfiler {
  public:
   DTL_INLINE ScheduledProfiler(ProfilerSchedule schedule, std::filesystem::path default_dir);
+  /// A cycle cut short (the run ended inside it) still writes its trace, on both profilers.
+  DTL_INLINE ~ScheduledProfiler();
+  ScheduledProfiler(const ScheduledProfiler&) = delete;
+  ScheduledProfiler& operator=(const ScheduledProfiler&) = delete;
 
   DTL_INLINE void before_batch();
 
   DTL_INLINE void after_batch();
 
   /// Whether this batch runs under the profiler (then train_batch gets a named scope in the trace).
-  [[nodiscard]] bool active() const noexcept { return guard_ != nullptr; }
+  [[nodiscard]] bool active() const noexcept { return guard_ != nullptr || recording_; }
   /// Traces written so far.
   [[nodiscard]] const std::vector<std::filesystem::path>& traces() const noexcept { return traces_; }
 
@@ -66,7 +72,8 @@ class ScheduledProfiler {
   std::int64_t k_ = 0;
   std::optional<std::ostringstream> warmup_;
   std::optional<std::filesystem::path> file_;
-  std::unique_ptr<torch::autograd::profiler::RecordProfile> guard_;
+  std::unique_ptr<torch::autograd::profiler::RecordProfile> guard_;  // the autograd profiler (1.13)
+  bool warming_ = false, recording_ = false;                          // Kineto (2.x)
   std::vector<std::filesystem::path> traces_;
 };
 

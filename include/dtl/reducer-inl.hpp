@@ -4,9 +4,11 @@
 #ifndef DTL_REDUCER_INL_HPP
 #define DTL_REDUCER_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/reducer.hpp>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 DTL_INLINE nlohmann::ordered_json doubles_to_json(const double*& p, c10::IntArrayRef sizes) {
   if (sizes.empty()) return *p++;
@@ -149,7 +151,7 @@ DTL_INLINE torch::Tensor MetricCollector::stacked(std::size_t i) const {
 
 }  // namespace dtl::detail
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 DTL_INLINE std::size_t BatchMetrics::size() const noexcept {
   return c_ ? static_cast<std::size_t>(c_->batches()) : json_->size();
@@ -177,7 +179,7 @@ DTL_INLINE const std::vector<MetricsJson>& BatchMetrics::get() const {
 
 }  // namespace dtl
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 DTL_INLINE bool read_cpu_scalar(const MetricCollector::Entry& e, double& out) {
   if (!e.tensor.defined()) {

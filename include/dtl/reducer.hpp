@@ -22,7 +22,7 @@
 #include <variant>
 #include <vector>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// Built-in reducers for validation metrics (Determined's `Reducer.AVG/SUM/MAX/MIN`).
 enum class Reducer { avg = 1, sum = 2, max = 3, min = 4 };

@@ -4,6 +4,8 @@
 #ifndef DTL_TRAINER_HPP
 #define DTL_TRAINER_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <torch/torch.h>
 
 #include <dtl/callback.hpp>
@@ -38,7 +40,7 @@
 #include <utility>
 #include <vector>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// When a validation also saves a checkpoint (Determined's `checkpoint_policy`).
 enum class CheckpointPolicy {

@@ -3,6 +3,8 @@
 #ifndef DTL_TRIAL_HPP
 #define DTL_TRIAL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <torch/torch.h>
 
 #include <dtl/callback.hpp>
@@ -17,7 +19,7 @@
 #include <ranges>
 #include <type_traits>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// Base of every trial (Determined's `det.pytorch.PyTorchTrial`), giving its defaults. Derive
 /// with your own type: `class MyTrial : public dtl::PyTorchTrial<MyTrial>`. Define in MyTrial:

@@ -2,6 +2,8 @@
 #ifndef DTL_UNITS_HPP
 #define DTL_UNITS_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/detail/always_false.hpp>
 
 #include <algorithm>
@@ -13,7 +15,7 @@
 #include <variant>
 #include <vector>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 namespace detail {
 

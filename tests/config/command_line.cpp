@@ -207,6 +207,16 @@ TEST_SUITE("config/command_line") {
     CHECK(parse({"--test-mode", "--test-mode"}).test_mode);
   }
 
+  TEST_CASE("--device is kept as written (dtl::init checks it against the build and the machine)") {
+    CHECK(parse({"--device", "cuda:1"}).device == "cuda:1");
+    CHECK(parse({"--device=cpu"}).device == "cpu");
+    CHECK_FALSE(parse({}).device);
+    CHECK(contains(error_of({"--device"}), "missing value for '--device'; write e.g. --device cuda:0"));
+    CHECK(contains(error_of({"--device", "cpu", "--device", "cuda"}), "'--device' is given twice"));
+    CHECK(contains(error_of({"--devices", "cpu"}), "did you mean '--device'"));
+    CHECK(contains(dtl::CommandLine::usage("./trial"), "--device DEV"));
+  }
+
   TEST_CASE("every error is one line") {
     for (const auto& e : {error_of({"--max-lenght"}), error_of({"--seed", "x"}), error_of({"--max-length", "3"}),
                           error_of({"--hparam", "x"}), error_of({"x"}), error_of({"--config"})}) {

@@ -22,6 +22,21 @@ TEST_CASE("context: hyperparameters, batch sizes and errors that name the proble
   std::filesystem::remove_all(ctx.run_dir());
 }
 
+TEST_CASE("device: a malformed one, or CUDA where there is none, is a ConfigError that says what to do") {
+  CHECK_THROWS_WITH_AS(dtl::detail::parse_device("gpu0", "--device gpu0"),
+                       "dtl: --device gpu0: not a device; write cpu, cuda or cuda:N", dtl::ConfigError);
+  CHECK(dtl::detail::parse_device("cuda:1", "x") == torch::Device(torch::kCUDA, 1));
+  CHECK_NOTHROW(dtl::detail::check_device_usable(torch::kCPU, "x"));
+  CHECK_THROWS_WITH_AS(dtl::detail::check_device_usable(torch::Device(torch::kMeta), "x"),
+                       doctest::Contains("dtl trains on cpu or cuda devices, not meta"), dtl::ConfigError);
+  if (torch::cuda::is_available()) return;  // the rest is about a machine without CUDA
+  const auto why = dtl::detail::built_with_cuda ? "no CUDA device is available on this machine"
+                                                : "this program was built without CUDA";
+  CHECK_THROWS_WITH_AS(dtl::init({.device = torch::Device(torch::kCUDA, 0), .run_dir = test::temp_run_dir("dev")}),
+                       doctest::Contains(why), dtl::ConfigError);
+  CHECK_FALSE(dtl::detail::rng_cuda_device(torch::kCPU, 0));  // no CUDA generator to save
+}
+
 TEST_CASE("context: auto_zero_grads=false with aggregation is refused; unknown optimizers too") {
   auto ctx = dtl::init({.hparams = {{"global_batch_size", 4}},
                         .aggregation_frequency = 2,

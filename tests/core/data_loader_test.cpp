@@ -313,6 +313,29 @@ TEST_CASE("bad loader options are errors that name the option") {
                        "dtl::DataLoader: prefetch_factor must be >= 1 (got 0)", dtl::DataError);
 }
 
+TEST_CASE("a TensorDataset's consecutive batches are views of its data; a batch changed in place stops the next") {
+  auto x = torch::arange(40, torch::kFloat).reshape({20, 2});
+  auto y = torch::arange(20);
+  dtl::TensorDataset data(x, y);
+  {
+    dtl::DataLoader sequential(data, {.batch_size = 4});
+    auto s = sequential.stream();
+    auto it = s.begin();
+    auto& [bx, by] = *it;
+    CHECK(bx.data_ptr() == x.data_ptr());  // the first batch is x[0:4], not a copy
+    CHECK(torch::equal(by, torch::arange(4)));
+    ++it;
+    CHECK(std::get<0>(*it).data_ptr<float>() == x.data_ptr<float>() + 8);
+    std::get<0>(*it).mul_(2);  // a trial that changes its batch in place changes the dataset...
+    CHECK_THROWS_WITH_AS(++it, doctest::Contains("its tensors were changed in place"), dtl::DataError);  // ...caught
+  }
+  // Gathered batches (a shuffled order) are copies.
+  auto fresh = torch::arange(40, torch::kFloat).reshape({20, 2});
+  dtl::DataLoader shuffled(dtl::TensorDataset(fresh, torch::arange(20)), {.batch_size = 4, .shuffle = true});
+  auto s = shuffled.stream();
+  for (auto& [bx, by] : s) CHECK(bx.data_ptr() != fresh.data_ptr());
+}
+
 TEST_CASE("pin_memory is ignored without CUDA, as torch does") {
   dtl::DataLoader loader(CountingDataset{}, {.batch_size = 4, .num_workers = 1, .pin_memory = true});
   auto s = loader.stream();

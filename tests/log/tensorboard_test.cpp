@@ -1,7 +1,7 @@
 // Tests for include/dtl/log/tensorboard.hpp: CRC32C against RFC 3720's vectors and a bitwise
 // reference, the protobuf and TFRecord bytes, and files checked by an independent decoder
-// (tests/log/decode_tfevents.py: its own bitwise CRC32C and wire-format parser) run with
-// /usr/bin/python3.
+// (tests/log/decode_tfevents.py: its own bitwise CRC32C and wire-format parser), and TensorBoard's
+// own reader where the test Python has it (the .venv of scripts/setup.sh --tests).
 #include <dtl/log/tensorboard.hpp>
 
 #include <nlohmann/json.hpp>
@@ -352,6 +352,49 @@ TEST_SUITE("tensorboard") {
       }
       if (x.tag == "walltime") CHECK(e["wall_time"].get<double>() == 1234.5);
     }
+  }
+
+  TEST_CASE("TensorBoard's own reader (its EventAccumulator) reads dtl's event files") {
+    if (!have_python()) {
+      MESSAGE(no_python_note());
+      return;
+    }
+    const auto probe = test_support::run_command(test_support::shell_quote(python()) +
+                                                 " -c 'import tensorboard.backend.event_processing.event_accumulator'");
+    if (probe.status != 0) {
+      MESSAGE("skipped: " << python() << " cannot import tensorboard (scripts/setup.sh --tests installs it in .venv)");
+      return;
+    }
+    TempDir tmp;
+    const fs::path dir = tmp.path / "tb";
+    {
+      dtl::SummaryWriter w(dir);
+      w.write_training_metrics({{"loss", 0.25}, {"accuracy", 0.75}}, 10);
+      w.write_training_metrics({{"loss", 0.125}}, 20);
+      w.write_validation_metrics({{"validation_loss", 0.5}, {"val_acc", 0.9}}, 20);
+      w.add_scalar("lr", 1e-5, 300);
+      w.add_scalar("nan", std::numeric_limits<double>::quiet_NaN(), 7);
+    }
+    const std::string script =
+        "import json, math, sys\n"
+        "from tensorboard.backend.event_processing.event_accumulator import EventAccumulator\n"
+        "acc = EventAccumulator(sys.argv[1], size_guidance={'scalars': 0})\n"
+        "acc.Reload()\n"
+        "out = {t: [[e.step, 'nan' if math.isnan(e.value) else e.value] for e in acc.Scalars(t)]\n"
+        "       for t in acc.Tags()['scalars']}\n"
+        "print(json.dumps(out, sort_keys=True))";
+    const auto r = test_support::run_command(test_support::shell_quote(python()) + " -c " +
+                                             test_support::shell_quote(script) + " " +
+                                             test_support::shell_quote(dir.string()));
+    REQUIRE_MESSAGE(r.status == 0, r.output);
+    const auto read = json::parse(r.output.substr(r.output.find('{')));
+    const json expected = {{"Determined/accuracy", {{10, as_float32(0.75)}}},
+                           {"Determined/loss", {{10, as_float32(0.25)}, {20, as_float32(0.125)}}},
+                           {"Determined/val_acc", {{20, as_float32(0.9)}}},
+                           {"Determined/validation_loss", {{20, as_float32(0.5)}}},
+                           {"lr", {{300, as_float32(1e-5)}}},
+                           {"nan", {{7, "nan"}}}};
+    CHECK(read == expected);
   }
 
   TEST_CASE("the decoder rejects a corrupted byte anywhere, and a truncated file") {

@@ -12,7 +12,7 @@
 
 #include <doctest/doctest.h>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 struct numpy_random_test_access {
   // The draws random_interval(i) would make for i = top .. bottom, through the shuffle's loop.
   static std::vector<std::uint64_t> descending(samplers::NumpyRandomState& rng, std::uint64_t top,

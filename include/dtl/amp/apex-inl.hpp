@@ -4,9 +4,11 @@
 #ifndef DTL_AMP_APEX_INL_HPP
 #define DTL_AMP_APEX_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/amp/apex.hpp>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 DTL_INLINE ApexAmp::ApexAmp(const ApexAmpOptions& o,
                             const std::vector<std::shared_ptr<torch::optim::Optimizer>>& optimizers,

@@ -22,7 +22,7 @@
 #include <variant>
 #include <vector>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// configure_apex_amp's arguments with apex's names and defaults (the ones that mean something
 /// without apex; `dtype` is dtl's: the autocast dtype, default bfloat16 on CPU, float16 on CUDA).

@@ -6,6 +6,8 @@
 #ifndef DTL_AMP_AUTOCAST_HPP
 #define DTL_AMP_AUTOCAST_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <torch/torch.h>
 
 #include <dtl/detail/torch_compat.hpp>
@@ -17,7 +19,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// An autocast region for the current thread, restored (and its cast cache cleared at the
 /// outermost exit) on destruction, as Python's context manager does.

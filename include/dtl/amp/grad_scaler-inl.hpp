@@ -4,9 +4,11 @@
 #ifndef DTL_AMP_GRAD_SCALER_INL_HPP
 #define DTL_AMP_GRAD_SCALER_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/amp/grad_scaler.hpp>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 DTL_INLINE GradScaler::GradScaler(GradScalerOptions o) : o_(o) {
   if (o_.enabled) {

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 class PyTorchTrialContext;
 namespace detail {

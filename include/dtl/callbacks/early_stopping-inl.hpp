@@ -5,9 +5,11 @@
 #ifndef DTL_CALLBACKS_EARLY_STOPPING_INL_HPP
 #define DTL_CALLBACKS_EARLY_STOPPING_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/callbacks/early_stopping.hpp>
 
-namespace dtl::callbacks {
+namespace dtl::inline DTL_ABI::callbacks {
 
 DTL_INLINE EarlyStopping::EarlyStopping(PyTorchTrialContext& ctx, Options options) : ctx_(ctx), o_(std::move(options)) {
   if (o_.patience < 1)

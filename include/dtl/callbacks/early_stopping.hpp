@@ -20,7 +20,7 @@
 #include <string>
 #include <utility>
 
-namespace dtl::callbacks {
+namespace dtl::inline DTL_ABI::callbacks {
 
 /// EarlyStopping's settings, with Lightning's meaning (patience defaults to Lightning's 3).
 struct EarlyStoppingOptions {

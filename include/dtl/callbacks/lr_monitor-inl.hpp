@@ -4,9 +4,11 @@
 #ifndef DTL_CALLBACKS_LR_MONITOR_INL_HPP
 #define DTL_CALLBACKS_LR_MONITOR_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/callbacks/lr_monitor.hpp>
 
-namespace dtl::callbacks {
+namespace dtl::inline DTL_ABI::callbacks {
 
 DTL_INLINE void LearningRateMonitor::on_training_workload_end(const MetricsJson& /*avg_metrics*/,
                                                               const BatchMetrics& /*batch_metrics*/) {

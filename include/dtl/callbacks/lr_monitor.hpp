@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::callbacks {
+namespace dtl::inline DTL_ABI::callbacks {
 
 /// One learning rate as the monitor saw it.
 struct LearningRateRecord {

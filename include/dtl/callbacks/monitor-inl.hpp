@@ -4,9 +4,11 @@
 #ifndef DTL_CALLBACKS_MONITOR_INL_HPP
 #define DTL_CALLBACKS_MONITOR_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/callbacks/monitor.hpp>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 DTL_INLINE MonitorMode parse_monitor_mode(std::string_view s) {
   if (s == "min") return MonitorMode::min;
@@ -16,7 +18,7 @@ DTL_INLINE MonitorMode parse_monitor_mode(std::string_view s) {
 
 }  // namespace dtl
 
-namespace dtl::callbacks::detail {
+namespace dtl::inline DTL_ABI::callbacks::detail {
 
 DTL_INLINE nlohmann::json float_to_json(double v) {
   if (std::isnan(v)) return "nan";

@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// Which way a monitored metric improves (Python's `mode="min"` / `mode="max"`). One type for
 /// the callbacks and the scheduler, so an option set for one fits the other.

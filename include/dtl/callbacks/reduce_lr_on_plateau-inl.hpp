@@ -5,9 +5,11 @@
 #ifndef DTL_CALLBACKS_REDUCE_LR_ON_PLATEAU_INL_HPP
 #define DTL_CALLBACKS_REDUCE_LR_ON_PLATEAU_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/callbacks/reduce_lr_on_plateau.hpp>
 
-namespace dtl::lr {
+namespace dtl::inline DTL_ABI::lr {
 
 DTL_INLINE ThresholdMode parse_threshold_mode(std::string_view s) {
   if (s == "rel") return ThresholdMode::rel;
@@ -161,7 +163,7 @@ DTL_INLINE void ReduceLROnPlateau::reduce_lr() {
 
 }  // namespace dtl::lr
 
-namespace dtl::callbacks {
+namespace dtl::inline DTL_ABI::callbacks {
 
 DTL_INLINE ReduceLROnPlateauEveryValidation::ReduceLROnPlateauEveryValidation(
     std::shared_ptr<lr::ReduceLROnPlateau> scheduler, std::string monitor)

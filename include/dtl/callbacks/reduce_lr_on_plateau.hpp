@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::lr {
+namespace dtl::inline DTL_ABI::lr {
 
 using Mode = MonitorMode;
 
@@ -150,7 +150,7 @@ class ReduceLROnPlateau {
 
 }  // namespace dtl::lr
 
-namespace dtl::callbacks {
+namespace dtl::inline DTL_ABI::callbacks {
 
 /// Steps a ReduceLROnPlateau with the monitored validation metric after every validation, and
 /// saves the scheduler's state as this callback's state_dict (Determined's documented

@@ -4,6 +4,8 @@
 #ifndef DTL_CHECKPOINT_BACKGROUND_WRITER_HPP
 #define DTL_CHECKPOINT_BACKGROUND_WRITER_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <exception>
 #include <functional>
 #include <future>
@@ -11,7 +13,7 @@
 #include <stdexcept>
 #include <utility>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 template <class Result>
 class BackgroundWriter {

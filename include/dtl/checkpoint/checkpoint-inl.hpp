@@ -4,6 +4,8 @@
 #ifndef DTL_CHECKPOINT_CHECKPOINT_INL_HPP
 #define DTL_CHECKPOINT_CHECKPOINT_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/checkpoint/checkpoint.hpp>
 #include <dtl/checkpoint/ivalue_json.hpp>
 #include <dtl/checkpoint/optimizer_state.hpp>
@@ -23,7 +25,7 @@
 #include <random>
 #include <sstream>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 /// The counters a checkpoint carries (Determined's trial state, plus the best validation so
 /// far, which `checkpoint_policy = best` compares against after a resume).

@@ -5,6 +5,8 @@
 #ifndef DTL_CHECKPOINT_IVALUE_JSON_HPP
 #define DTL_CHECKPOINT_IVALUE_JSON_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <torch/torch.h>
 
 #include <dtl/errors.hpp>
@@ -17,7 +19,7 @@
 #include <optional>
 #include <string>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 /// `key` as an int when it is one written canonically ("30", "-2", "0"; not "030" or "+1"), so an
 /// object like MultiStepLR's milestone Counter reaches Python with int keys, and reading it back

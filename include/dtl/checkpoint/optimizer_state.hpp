@@ -7,6 +7,8 @@
 #ifndef DTL_CHECKPOINT_OPTIMIZER_STATE_HPP
 #define DTL_CHECKPOINT_OPTIMIZER_STATE_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <torch/torch.h>
 
 #include <dtl/detail/torch_compat.hpp>
@@ -23,7 +25,7 @@
 #include <tuple>
 #include <vector>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 namespace optim_layout {
 

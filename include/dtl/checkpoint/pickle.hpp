@@ -5,6 +5,8 @@
 #ifndef DTL_CHECKPOINT_PICKLE_HPP
 #define DTL_CHECKPOINT_PICKLE_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/errors.hpp>
 
 #include <algorithm>
@@ -23,7 +25,7 @@
 #include <variant>
 #include <vector>
 
-namespace dtl::detail::pickle {
+namespace dtl::inline DTL_ABI::detail::pickle {
 
 /// Python's None.
 struct None {

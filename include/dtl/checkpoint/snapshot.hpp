@@ -4,6 +4,8 @@
 #ifndef DTL_CHECKPOINT_SNAPSHOT_HPP
 #define DTL_CHECKPOINT_SNAPSHOT_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <torch/torch.h>
 
 #include <ATen/core/Dict.h>
@@ -12,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 namespace impl {
 

@@ -4,6 +4,8 @@
 #ifndef DTL_CHECKPOINT_STATE_DICT_HPP
 #define DTL_CHECKPOINT_STATE_DICT_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <torch/torch.h>
 
 #include <dtl/checkpoint/torch_save.hpp>
@@ -15,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 namespace detail {
 inline void collect_state(const torch::nn::Module& m, const std::string& prefix, c10::impl::GenericDict& out) {

@@ -4,6 +4,8 @@
 #ifndef DTL_CHECKPOINT_TORCH_SAVE_INL_HPP
 #define DTL_CHECKPOINT_TORCH_SAVE_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <torch/torch.h>
 
 #include <dtl/checkpoint/pickle.hpp>
@@ -37,7 +39,7 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 static_assert(std::endian::native == std::endian::little,
               "torch.save records hold native little-endian bytes; big-endian hosts are not supported");

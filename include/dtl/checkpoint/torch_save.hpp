@@ -11,7 +11,7 @@
 
 #include <filesystem>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 /// Writes `v` to `file` in torch.save's zip format (torch 1.13: records data.pkl, data/<key>
 /// per storage, version), readable by Python's torch.load(file, weights_only=True) and by

@@ -4,6 +4,8 @@
 #ifndef DTL_CHECKPOINT_TRIAL_STATE_REFS_HPP
 #define DTL_CHECKPOINT_TRIAL_STATE_REFS_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <torch/torch.h>
 
 #include <nlohmann/json.hpp>
@@ -14,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 struct TrialStateRefs {
   /// A type-erased LR scheduler: its state as JSON (Python's layout), when it has one.

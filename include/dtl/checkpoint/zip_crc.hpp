@@ -5,6 +5,8 @@
 #ifndef DTL_CHECKPOINT_ZIP_CRC_HPP
 #define DTL_CHECKPOINT_ZIP_CRC_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/errors.hpp>
 
 #include <zlib.h>
@@ -17,7 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 namespace zip_impl {
 inline std::uint32_t u16(const unsigned char* p) { return static_cast<std::uint32_t>(p[0] | (p[1] << 8)); }

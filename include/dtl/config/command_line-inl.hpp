@@ -4,9 +4,11 @@
 #ifndef DTL_CONFIG_COMMAND_LINE_INL_HPP
 #define DTL_CONFIG_COMMAND_LINE_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/config/command_line.hpp>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 DTL_INLINE std::string CommandLine::usage(std::string_view program) {
   std::string text = "usage: " + std::string(program.empty() ? "<program>" : program) +
@@ -42,7 +44,7 @@ DTL_INLINE std::string CommandLine::usage(std::string_view program) {
 
 }  // namespace dtl
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 DTL_INLINE void throw_bad_value(std::string_view flag, const std::string& what) {
   throw ConfigError("invalid value for '" + std::string(flag) + "': " + what);
@@ -124,7 +126,7 @@ DTL_INLINE void throw_positional(std::string_view arg) {
 
 }  // namespace dtl::detail
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 DTL_INLINE CommandLine parse_command_line(int argc, const char* const* argv) {
   CommandLine result;

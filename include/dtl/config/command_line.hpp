@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// What the command line asked for; unset members were not given. Command-line values
 /// override the config file, which overrides code; `hparam_overrides` apply last, in order.
@@ -52,7 +52,7 @@ struct CommandLine {
 
 }  // namespace dtl
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 inline constexpr std::array<std::string_view, 10> command_line_flags = {
     "--config", "--hparams", "--hparam",   "--max-length", "--run-dir",
@@ -75,7 +75,7 @@ DTL_INLINE std::uint64_t parse_seed_flag(std::string_view value);
 
 }  // namespace dtl::detail
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// Parses the dtl command line (see CommandLine::usage): `--flag value` and `--flag=value` both
 /// work. `--help` (or `-h`) anywhere wins over everything else, so a broken command line can

@@ -5,12 +5,14 @@
 #ifndef DTL_CONFIG_EXPERIMENT_CONFIG_INL_HPP
 #define DTL_CONFIG_EXPERIMENT_CONFIG_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/config/experiment_config.hpp>
 
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 DTL_INLINE std::optional<LengthSpec::Unit> unit_from_name(std::string_view name) {
   for (std::size_t i = 0; i < length_unit_names.size(); ++i) {
@@ -378,7 +380,7 @@ DTL_INLINE std::optional<LengthSpec> config_length(const nlohmann::json& root, s
 
 }  // namespace dtl::detail
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 DTL_INLINE nlohmann::json ExperimentConfig::hyperparameters() const {
   const nlohmann::json* section = detail::config_find(raw, source, {"hyperparameters"});
@@ -443,7 +445,7 @@ DTL_INLINE std::int64_t ExperimentConfig::slots_per_trial() const {
 
 }  // namespace dtl
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 DTL_INLINE void validate_experiment_config(const ExperimentConfig& config) {
   const nlohmann::json& raw = config.raw;
@@ -510,7 +512,7 @@ DTL_INLINE void validate_experiment_config(const ExperimentConfig& config) {
 
 }  // namespace dtl::detail
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 DTL_INLINE ExperimentConfig parse_experiment_config(std::string_view text, std::string_view source_name) {
   ExperimentConfig config;

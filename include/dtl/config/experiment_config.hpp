@@ -30,7 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// A training length or period in one of Determined's units, as written in a config
 /// (`max_length: {epochs: 3}`) or on the command line (`--max-length epochs=3`).
@@ -46,7 +46,7 @@ struct LengthSpec {
 
 }  // namespace dtl
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 inline constexpr std::array<std::string_view, 3> length_unit_names = {"batches", "epochs", "records"};
 
@@ -133,7 +133,7 @@ inline constexpr std::array<std::string_view, 3> checkpoint_policies = {"best", 
 
 }  // namespace dtl::detail
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// An experiment config in Determined's format. `raw` is the whole document as JSON (YAML
 /// scalars typed by YAML 1.2's core schema); the accessors read the parts a local run uses and
@@ -195,14 +195,14 @@ struct ExperimentConfig {
 
 }  // namespace dtl
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 /// Checks every key dtl knows the shape of, so a bad config fails before any work starts.
 DTL_INLINE void validate_experiment_config(const ExperimentConfig& config);
 
 }  // namespace dtl::detail
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// Parses and checks an experiment config given as text: YAML, or strict JSON when
 /// `source_name` ends in `.json`. `source_name` starts every error message, e.g. the file name.

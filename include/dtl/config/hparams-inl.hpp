@@ -4,9 +4,11 @@
 #ifndef DTL_CONFIG_HPARAMS_INL_HPP
 #define DTL_CONFIG_HPARAMS_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/config/hparams.hpp>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 DTL_INLINE std::string describe_json(const nlohmann::json& value) {
   const auto shown = [&] {

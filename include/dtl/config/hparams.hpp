@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 /// How an error message names a JSON value: its kind, and the value itself when short, so the
 /// user sees what dtl saw ("a string (\"abc\")", "an integer (3)", "an empty mapping").

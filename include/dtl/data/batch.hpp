@@ -4,6 +4,8 @@
 #ifndef DTL_DATA_BATCH_HPP
 #define DTL_DATA_BATCH_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <torch/torch.h>
 
 #include <dtl/errors.hpp>
@@ -18,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 namespace detail {
 
 template <class T>

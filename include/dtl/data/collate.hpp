@@ -3,6 +3,8 @@
 #ifndef DTL_DATA_COLLATE_HPP
 #define DTL_DATA_COLLATE_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <torch/torch.h>
 
 #include <dtl/data/batch.hpp>
@@ -13,7 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 /// torch's `default_collate` for C++ example types.
 ///   Tensor            -> stacked Tensor (new leading dimension)
 ///   arithmetic        -> 1-d Tensor (int64 for integers, float64 for floating point)

@@ -7,6 +7,8 @@
 #ifndef DTL_DATA_DATA_LOADER_HPP
 #define DTL_DATA_DATA_LOADER_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <torch/torch.h>
 
 #include <dtl/data/batch.hpp>
@@ -31,7 +33,7 @@
 #include <variant>
 #include <vector>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// DataLoader settings (torch.utils.data.DataLoader's names).
 struct DataLoaderOptions {

@@ -2,10 +2,14 @@
 #ifndef DTL_DATA_DATASET_HPP
 #define DTL_DATA_DATASET_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <torch/torch.h>
 
 #include <dtl/errors.hpp>
 
+#include <algorithm>
+#include <array>
 #include <concepts>
 #include <cstdint>
 #include <span>
@@ -14,7 +18,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// A map-style dataset: `size()` examples, `get(i)` returns example i (any collatable type).
 /// Copies should be cheap (hold tensors or a shared_ptr): loaders keep one by value.
@@ -67,16 +71,42 @@ class TensorDataset {
   [[nodiscard]] auto get(std::int64_t i) const {
     return std::apply([i](const auto&... t) { return std::tuple{t[i]...}; }, tensors_);
   }
+  /// The examples `idx` as one batch. A run of consecutive indices (sequential batches, the
+  /// default `shuffle = false`) is a view of the data — `narrow`, as a hand-written loop slices
+  /// it, no copy; any other order is gathered (`index_select`, a copy). A batch that is a view
+  /// shares its memory with the dataset, so changing it in place would change the data: the next
+  /// batch then fails with a DataError that says so, instead of training on silently changed data.
   [[nodiscard]] auto get_batch(std::span<const std::int64_t> idx) const {
+    check_unmodified();
+    const auto n = static_cast<std::int64_t>(idx.size());
+    if (n > 0 && idx.back() - idx.front() == n - 1 && std::adjacent_find(idx.begin(), idx.end(), [](auto a, auto b) {
+                                                         return b != a + 1;
+                                                       }) == idx.end())
+      return std::apply([&](const auto&... t) { return std::tuple{t.narrow(0, idx.front(), n)...}; }, tensors_);
     // from_blob borrows the sampler's buffer: no copy of the indices.
     auto index = torch::from_blob(const_cast<std::int64_t*>(idx.data()),  // NOLINT: read-only use
-                                  {static_cast<std::int64_t>(idx.size())}, torch::kLong);
+                                  {n}, torch::kLong);
     return std::apply([&](const auto&... t) { return std::tuple{t.index_select(0, index)...}; }, tensors_);
   }
   [[nodiscard]] const auto& tensors() const noexcept { return tensors_; }
 
  private:
+  /// Every tensor's version counter as it was when the dataset was made: an in-place change of
+  /// the data (through a batch that is a view of it) moves it.
+  void check_unmodified() const {
+    std::size_t k = 0;
+    const bool same = std::apply([&](const auto&... t) { return ((t._version() == versions_[k++]) && ...); }, tensors_);
+    if (!same)
+      throw DataError(
+          "dtl::TensorDataset: its tensors were changed in place after it was made. A batch of consecutive examples "
+          "is a view of the data, so changing such a batch in place (x.mul_(...), x.sub_(...)) changes the dataset "
+          "itself: copy the batch first (x = x.clone()), or change the tensors before making the dataset");
+  }
+
   typename detail::tensor_tuple<N>::type tensors_;
+  std::array<std::uint32_t, N> versions_ =
+      std::apply([](const auto&... t) { return std::array<std::uint32_t, N>{static_cast<std::uint32_t>(t._version())...}; },
+                 tensors_);
 };
 
 template <class... Ts>

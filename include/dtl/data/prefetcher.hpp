@@ -8,6 +8,8 @@
 #ifndef DTL_DATA_PREFETCHER_HPP
 #define DTL_DATA_PREFETCHER_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/samplers/sampler_state.hpp>
 
 #include <condition_variable>
@@ -21,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 /// Runs `Loader::fetch(indices)` on worker threads (torch-free itself, so it can be tested under
 /// ThreadSanitizer, which LibTorch is not built for). `Loader` needs `batch_type` and a `fetch`

@@ -7,6 +7,8 @@
 #ifndef DTL_DATA_RAW_LOADER_HPP
 #define DTL_DATA_RAW_LOADER_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/data/data_loader.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/samplers/sampler_state.hpp>
@@ -19,7 +21,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// What the Trainer needs from a loader to repeat, shard and skip it reproducibly: dtl::DataLoader.
 /// (adapt_evaluation is used only on validation loaders; checking it here would instantiate it for

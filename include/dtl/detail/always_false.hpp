@@ -2,7 +2,9 @@
 #ifndef DTL_DETAIL_ALWAYS_FALSE_HPP
 #define DTL_DETAIL_ALWAYS_FALSE_HPP
 
-namespace dtl::detail {
+#include <dtl/detail/abi.hpp>
+
+namespace dtl::inline DTL_ABI::detail {
 template <class...>
 inline constexpr bool always_false = false;
 }  // namespace dtl::detail

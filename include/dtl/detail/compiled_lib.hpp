@@ -12,6 +12,8 @@
 #ifndef DTL_DETAIL_COMPILED_LIB_HPP
 #define DTL_DETAIL_COMPILED_LIB_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #ifdef DTL_COMPILED_LIB
 #define DTL_INLINE
 #else

@@ -4,6 +4,8 @@
 #ifndef DTL_DETAIL_DEVICE_HPP
 #define DTL_DETAIL_DEVICE_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <torch/torch.h>
 
 #include <dtl/errors.hpp>
@@ -12,7 +14,7 @@
 #include <optional>
 #include <string>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 /// Whether this program was built with dtl's CUDA paths (meson -Dcuda=true, DTL_WITH_CUDA).
 inline constexpr bool built_with_cuda =

@@ -2,6 +2,8 @@
 #ifndef DTL_DETAIL_DID_YOU_MEAN_HPP
 #define DTL_DETAIL_DID_YOU_MEAN_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <algorithm>
 #include <concepts>
 #include <cstddef>
@@ -12,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 /// Optimal-string-alignment distance (Levenshtein plus adjacent transpositions), ignoring ASCII
 /// case: `--max-lenght` is one edit from `--max-length`, `--Seed` none from `--seed`.

@@ -7,11 +7,13 @@
 #ifndef DTL_DETAIL_NUMPY_MEAN_HPP
 #define DTL_DETAIL_NUMPY_MEAN_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <algorithm>
 #include <cstddef>
 #include <span>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 /// numpy's `pairwise_sum` for one buffer, accumulating in T.
 template <class T>

@@ -4,6 +4,8 @@
 #ifndef DTL_DETAIL_RUN_DIR_LOCK_HPP
 #define DTL_DETAIL_RUN_DIR_LOCK_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/errors.hpp>
 
 #include <fcntl.h>
@@ -17,7 +19,7 @@
 #include <filesystem>
 #include <string>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 class RunDirLock {
  public:

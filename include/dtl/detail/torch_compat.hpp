@@ -4,16 +4,22 @@
 #ifndef DTL_DETAIL_TORCH_COMPAT_HPP
 #define DTL_DETAIL_TORCH_COMPAT_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <torch/torch.h>
 #include <torch/version.h>
 
 #include <ATen/autocast_mode.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/autograd/profiler_kineto.h>
+#endif
 
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -25,7 +31,7 @@
 
 #define DTL_TORCH_2 (TORCH_VERSION_MAJOR >= 2)
 
-namespace dtl::detail::compat {
+namespace dtl::inline DTL_ABI::detail::compat {
 
 /// What runs collectives. In 2.x a process group dispatches to per-device backends and
 /// ProcessGroupGloo/ProcessGroupNCCL are such backends (c10d::Backend); in 1.13 they are process
@@ -111,6 +117,46 @@ inline bool cpu_autocast_supports(c10::ScalarType t) {
   return t == c10::kBFloat16 || t == c10::kHalf;
 #else
   return t == c10::kBFloat16;
+#endif
+}
+
+// ---- the profiler: Kineto in 2.x, the autograd profiler in Debian's 1.13 (built without it) ----
+
+/// Whether this LibTorch profiles through Kineto (torch.profiler's engine: its traces open in
+/// Perfetto and TensorBoard's PyTorch profiler plugin).
+inline constexpr bool kineto_profiler = DTL_TORCH_2;
+
+#if DTL_TORCH_2
+namespace kineto {
+inline torch::profiler::impl::ProfilerConfig config() {
+  return torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::KINETO);
+}
+inline std::set<torch::profiler::impl::ActivityType> activities() {
+  std::set<torch::profiler::impl::ActivityType> a{torch::profiler::impl::ActivityType::CPU};
+  if (torch::cuda::is_available()) a.insert(torch::profiler::impl::ActivityType::CUDA);
+  return a;
+}
+}  // namespace kineto
+#endif
+
+/// torch.profiler's warmup: Kineto set up, nothing recorded yet.
+inline void kineto_prepare() {
+#if DTL_TORCH_2
+  torch::autograd::profiler::prepareProfiler(kineto::config(), kineto::activities());
+#endif
+}
+/// Starts recording (after kineto_prepare, or on its own).
+inline void kineto_start() {
+#if DTL_TORCH_2
+  torch::autograd::profiler::enableProfiler(kineto::config(), kineto::activities());
+#endif
+}
+/// Stops recording and writes the trace (Chrome trace JSON with Kineto's fields) to `path`.
+inline void kineto_stop_and_save(const std::string& path) {
+#if DTL_TORCH_2
+  torch::autograd::profiler::disableProfiler()->save(path);
+#else
+  (void)path;
 #endif
 }
 

@@ -5,9 +5,11 @@
 #ifndef DTL_DISTRIBUTED_DATA_PARALLEL_INL_HPP
 #define DTL_DISTRIBUTED_DATA_PARALLEL_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/distributed/data_parallel.hpp>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 DTL_INLINE void broadcast_tensors(const DistributedContext& dist, const std::vector<torch::Tensor>& tensors) {
   if (!dist.connected() || tensors.empty()) return;

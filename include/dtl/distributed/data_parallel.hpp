@@ -31,7 +31,7 @@
 #include <utility>
 #include <vector>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// DDP's options, as `wrap_model(model, {...})` takes them.
 ///   model_ = ctx.wrap_model(Net{}, {.find_unused_parameters = true});

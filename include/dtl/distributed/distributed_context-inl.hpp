@@ -5,6 +5,8 @@
 #ifndef DTL_DISTRIBUTED_DISTRIBUTED_CONTEXT_INL_HPP
 #define DTL_DISTRIBUTED_DISTRIBUTED_CONTEXT_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/distributed/distributed_context.hpp>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -14,7 +16,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 DTL_INLINE DistributedContext::DistributedContext(DistributedOptions o) {
   o.validate();

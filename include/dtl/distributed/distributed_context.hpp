@@ -31,7 +31,7 @@
 #include <thread>
 #include <vector>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 namespace detail {
 

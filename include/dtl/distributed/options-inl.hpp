@@ -4,9 +4,11 @@
 #ifndef DTL_DISTRIBUTED_OPTIONS_INL_HPP
 #define DTL_DISTRIBUTED_OPTIONS_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/distributed/options.hpp>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 DTL_INLINE void DistributedOptions::validate() {
   if (local_rank < 0) local_rank = rank;
@@ -29,7 +31,7 @@ DTL_INLINE void DistributedOptions::validate() {
 
 }  // namespace dtl
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 DTL_INLINE std::optional<std::int64_t> env_int(const std::function<const char*(const char*)>& get, const char* name) {
   const char* v = get(name);

@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// Which c10d backend carries the collectives on the model's tensors. Gloo always carries the
 /// CPU ones (metrics, objects, barriers).

@@ -5,6 +5,8 @@
 #ifndef DTL_LOG_PROGRESS_HPP
 #define DTL_LOG_PROGRESS_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,7 +27,7 @@
 #define DTL_PROGRESS_HAS_ISATTY 1
 #endif
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 /// Whether `stream` is an interactive terminal that honours `\r` and ANSI "erase to end of line".
 inline bool stream_is_tty(std::FILE* stream) noexcept {

@@ -4,9 +4,11 @@
 #ifndef DTL_LOG_REPORTER_INL_HPP
 #define DTL_LOG_REPORTER_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/log/reporter.hpp>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 DTL_INLINE ScalarMetrics scalar_metrics(const MetricsJson& metrics) {
   ScalarMetrics out;

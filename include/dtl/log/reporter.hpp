@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 /// Throughput figures of a workload or a validation.
 struct WorkloadTiming {

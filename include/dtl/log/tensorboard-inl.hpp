@@ -4,9 +4,11 @@
 #ifndef DTL_LOG_TENSORBOARD_INL_HPP
 #define DTL_LOG_TENSORBOARD_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/log/tensorboard.hpp>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 DTL_INLINE char* put_bytes(char* p, std::string_view s) {
   if (!s.empty()) std::memcpy(p, s.data(), s.size());
@@ -142,7 +144,7 @@ DTL_INLINE std::string event_file_name(double wall_time, std::uint64_t uid, std:
 
 }  // namespace dtl::detail
 
-namespace dtl::tensorboard {
+namespace dtl::inline DTL_ABI::tensorboard {
 
 DTL_INLINE std::string training_tag(std::string_view metric) {
   std::string tag(tag_prefix);
@@ -156,7 +158,7 @@ DTL_INLINE std::string validation_name(std::string_view metric) {
 
 }  // namespace dtl::tensorboard
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 DTL_INLINE SummaryWriter::SummaryWriter(std::filesystem::path log_dir, SummaryWriterOptions options)
     : log_dir_(std::move(log_dir)), options_(std::move(options)) {

@@ -37,7 +37,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// A TensorBoard event file could not be created or written. The message names the file (or
 /// directory) and the system's reason, e.g.
@@ -48,7 +48,7 @@ struct TensorBoardError : std::runtime_error {
 
 }  // namespace dtl
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 // ---------------------------------------------------------------------------------------------
 // CRC32C (Castagnoli, reflected polynomial 0x82F63B78), as TFRecord framing requires.
@@ -261,7 +261,7 @@ inline std::string errno_text(int err) { return std::error_code(err, std::generi
 
 }  // namespace dtl::detail
 
-namespace dtl {
+namespace dtl::inline DTL_ABI {
 
 /// Metric name/value pairs, in report order: `{{"loss", 0.25}, {"accuracy", 0.9}}`.
 using ScalarMetrics = std::vector<std::pair<std::string, double>>;

@@ -4,9 +4,11 @@
 #ifndef DTL_LR_COMPOSITE_INL_HPP
 #define DTL_LR_COMPOSITE_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/lr/composite.hpp>
 
-namespace dtl::lr {
+namespace dtl::inline DTL_ABI::lr {
 
 namespace compat = dtl::detail::compat;
 

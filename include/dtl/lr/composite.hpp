@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::lr {
+namespace dtl::inline DTL_ABI::lr {
 
 /// Python's SequentialLR: `schedulers[i]` runs from `milestones[i-1]` on, restarted there.
 ///   auto warmup = std::make_shared<dtl::lr::LinearLR>(opt, 0.1, 1.0, 5);

@@ -4,9 +4,11 @@
 #ifndef DTL_LR_COSINE_INL_HPP
 #define DTL_LR_COSINE_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/lr/cosine.hpp>
 
-namespace dtl::lr {
+namespace dtl::inline DTL_ABI::lr {
 
 DTL_INLINE CosineAnnealingLR::CosineAnnealingLR(std::shared_ptr<torch::optim::Optimizer> optimizer, std::int64_t T_max,
                                                 double eta_min)

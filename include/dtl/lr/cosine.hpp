@@ -10,7 +10,7 @@
 #include <numbers>
 #include <utility>
 
-namespace dtl::lr {
+namespace dtl::inline DTL_ABI::lr {
 
 /// Python's CosineAnnealingLR: from the initial lr down to `eta_min` over `T_max` steps along a
 /// half cosine, and back up over the next T_max (it is periodic, as in Python).

@@ -4,9 +4,11 @@
 #ifndef DTL_LR_CYCLIC_INL_HPP
 #define DTL_LR_CYCLIC_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/lr/cyclic.hpp>
 
-namespace dtl::lr {
+namespace dtl::inline DTL_ABI::lr {
 
 DTL_INLINE CyclicLR::CyclicLR(std::shared_ptr<torch::optim::Optimizer> optimizer, CyclicLROptions o)
     : LRScheduler(std::move(optimizer)),

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::lr {
+namespace dtl::inline DTL_ABI::lr {
 
 /// CyclicLR's built-in policies (Python's `mode`).
 enum class CyclicMode { triangular, triangular2, exp_range };

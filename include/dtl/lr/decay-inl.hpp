@@ -4,9 +4,11 @@
 #ifndef DTL_LR_DECAY_INL_HPP
 #define DTL_LR_DECAY_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/lr/decay.hpp>
 
-namespace dtl::lr {
+namespace dtl::inline DTL_ABI::lr {
 
 DTL_INLINE StepLR::StepLR(std::shared_ptr<torch::optim::Optimizer> optimizer, std::int64_t step_size, double gamma)
     : LRScheduler(std::move(optimizer)), step_size_(step_size), gamma_(gamma) {

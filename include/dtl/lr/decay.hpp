@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::lr {
+namespace dtl::inline DTL_ABI::lr {
 
 /// Python's StepLR: multiply the learning rate by `gamma` every `step_size` steps.
 ///   ctx.wrap_lr_scheduler(dtl::lr::StepLR(opt, 1, 0.7), dtl::StepMode::every_epoch);

@@ -4,9 +4,11 @@
 #ifndef DTL_LR_LAMBDA_INL_HPP
 #define DTL_LR_LAMBDA_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/lr/lambda.hpp>
 
-namespace dtl::lr::detail {
+namespace dtl::inline DTL_ABI::lr::detail {
 
 DTL_INLINE std::vector<LRLambda> lambdas_per_group(std::vector<LRLambda> fs, std::size_t groups, const char* who) {
   if (fs.size() == 1) return std::vector<LRLambda>(groups, fs.front());
@@ -26,7 +28,7 @@ DTL_INLINE nlohmann::json LambdaSchedulerBase::state_dict() const {
 
 }  // namespace dtl::lr::detail
 
-namespace dtl::lr {
+namespace dtl::inline DTL_ABI::lr {
 
 DTL_INLINE LambdaLR::LambdaLR(std::shared_ptr<torch::optim::Optimizer> optimizer, std::vector<LRLambda> lr_lambdas)
     : LambdaSchedulerBase(std::move(optimizer), std::move(lr_lambdas), "LambdaLR") {

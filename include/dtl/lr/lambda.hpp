@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::lr {
+namespace dtl::inline DTL_ABI::lr {
 
 /// A factor as a function of the step (`last_epoch`), like Python's `lambda epoch: ...`.
 using LRLambda = std::function<double(std::int64_t)>;

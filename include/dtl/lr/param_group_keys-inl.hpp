@@ -4,9 +4,11 @@
 #ifndef DTL_LR_PARAM_GROUP_KEYS_INL_HPP
 #define DTL_LR_PARAM_GROUP_KEYS_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/lr/param_group_keys.hpp>
 
-namespace dtl::lr::detail {
+namespace dtl::inline DTL_ABI::lr::detail {
 
 DTL_INLINE ParamGroupKeyTable& ParamGroupKeyTable::instance() {
   static ParamGroupKeyTable table;

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace dtl::lr::detail {
+namespace dtl::inline DTL_ABI::lr::detail {
 
 /// One group's keys, name → value.
 using GroupKeys = std::map<std::string, double, std::less<>>;

@@ -4,9 +4,11 @@
 #ifndef DTL_LR_SCHEDULER_INL_HPP
 #define DTL_LR_SCHEDULER_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/lr/scheduler.hpp>
 
-namespace dtl::lr {
+namespace dtl::inline DTL_ABI::lr {
 
 DTL_INLINE std::vector<double> PerGroup::expand(const char* scheduler, const char* name, std::size_t groups) const {
   if (values.empty()) throw std::invalid_argument(std::string("dtl::lr::") + scheduler + ": " + name + " is required");
@@ -19,7 +21,7 @@ DTL_INLINE std::vector<double> PerGroup::expand(const char* scheduler, const cha
 
 }  // namespace dtl::lr
 
-namespace dtl::lr::detail {
+namespace dtl::inline DTL_ABI::lr::detail {
 
 DTL_INLINE MomentumKind momentum_kind(torch::optim::OptimizerOptions& o) {
   using namespace torch::optim;
@@ -89,7 +91,7 @@ DTL_INLINE std::vector<MomentumKind> momentum_kinds(torch::optim::Optimizer& opt
 
 }  // namespace dtl::lr::detail
 
-namespace dtl::lr {
+namespace dtl::inline DTL_ABI::lr {
 
 DTL_INLINE void LRScheduler::step() {
   ++step_count_;
@@ -179,7 +181,7 @@ DTL_INLINE void LRScheduler::set_last_lr_from_groups() {
 
 }  // namespace dtl::lr
 
-namespace dtl::lr::detail {
+namespace dtl::inline DTL_ABI::lr::detail {
 
 DTL_INLINE void invalid(const char* scheduler, const std::string& what) {
   throw std::invalid_argument(std::string("dtl::lr::") + scheduler + ": " + what);

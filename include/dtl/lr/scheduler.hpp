@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace dtl::lr {
+namespace dtl::inline DTL_ABI::lr {
 
 class SequentialLR;
 

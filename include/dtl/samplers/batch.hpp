@@ -2,6 +2,8 @@
 #ifndef DTL_SAMPLERS_BATCH_HPP
 #define DTL_SAMPLERS_BATCH_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -9,7 +11,7 @@
 
 #include <dtl/samplers/node.hpp>
 
-namespace dtl::samplers {
+namespace dtl::inline DTL_ABI::samplers {
 
 /// The batch() stage as written in a pipeline; see batch().
 struct batch_stage {
@@ -31,7 +33,7 @@ inline batch_stage batch(std::int64_t size, bool drop_last = false) {
 
 }  // namespace dtl::samplers
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 template <IndexNode U>
 class batch_node : public node_flags<true, U::has_repeat, U::has_shard, true, U::has_skip, U::shuffle_count> {

@@ -2,6 +2,8 @@
 #ifndef DTL_SAMPLERS_CONCEPTS_HPP
 #define DTL_SAMPLERS_CONCEPTS_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +12,7 @@
 
 #include <dtl/samplers/sampler_state.hpp>
 
-namespace dtl::samplers {
+namespace dtl::inline DTL_ABI::samplers {
 
 /// Saves and restores its position as a sampler_state (one of Sampler's requirements, named so a
 /// failure says which).

@@ -3,6 +3,8 @@
 #ifndef DTL_SAMPLERS_NODE_HPP
 #define DTL_SAMPLERS_NODE_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -16,7 +18,7 @@
 #include <dtl/samplers/numpy_random.hpp>
 #include <dtl/samplers/sampler_state.hpp>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 /// A batch as a pipeline yields it: a view into a buffer the pipeline owns and reuses, valid until
 /// the iterator is incremented.

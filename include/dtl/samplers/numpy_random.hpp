@@ -7,6 +7,8 @@
 #ifndef DTL_SAMPLERS_NUMPY_RANDOM_HPP
 #define DTL_SAMPLERS_NUMPY_RANDOM_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -16,7 +18,7 @@
 
 #include <dtl/errors.hpp>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 struct numpy_random_test_access;  // defined by the tests only
 
@@ -32,7 +34,7 @@ inline std::uint32_t checked_numpy_seed(std::int64_t seed) {
 
 }  // namespace dtl::detail
 
-namespace dtl::samplers {
+namespace dtl::inline DTL_ABI::samplers {
 
 /// The whole state of an MT19937 generator as plain data: the same two fields numpy reports as
 /// `RandomState.get_state()[1]` (`key`) and `[2]` (`pos`), so a state can be compared with numpy's

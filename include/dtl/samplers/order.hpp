@@ -8,6 +8,8 @@
 #ifndef DTL_SAMPLERS_ORDER_HPP
 #define DTL_SAMPLERS_ORDER_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <type_traits>
 
 #include <dtl/samplers/batch.hpp>
@@ -21,7 +23,7 @@
 #define DTL_SAMPLERS_RIGHT_ORDER \
   "sequential(n) | shuffle(seed) | repeat() | shard(rank, world) | batch(size) | skip(k)"
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 /// True when `Stage` may follow a pipeline whose last stage is `Node`; otherwise a static_assert
 /// explains the rule (and the function returns false so no further errors pile up).

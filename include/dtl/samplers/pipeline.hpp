@@ -8,6 +8,8 @@
 #ifndef DTL_SAMPLERS_PIPELINE_HPP
 #define DTL_SAMPLERS_PIPELINE_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -28,12 +30,12 @@
 #include <dtl/samplers/skip.hpp>
 #include <dtl/samplers/source.hpp>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 struct pipeline_access;
 struct rejected_pipeline;
 }  // namespace dtl::detail
 
-namespace dtl::samplers {
+namespace dtl::inline DTL_ABI::samplers {
 
 /// A composed sampler: an input range of indices (`std::int64_t`) or, after batch(), of batches
 /// (`std::span<const std::int64_t>`, valid until the next increment). Built with `|` from
@@ -172,7 +174,7 @@ class pipeline {
 
 }  // namespace dtl::samplers
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 template <class T>
 inline constexpr bool is_pipeline = false;
@@ -237,7 +239,7 @@ struct rejected_pipeline {
 
 }  // namespace dtl::detail
 
-namespace dtl::samplers {
+namespace dtl::inline DTL_ABI::samplers {
 
 /// The indices 0 .. n-1 in order: torch's SequentialSampler over a dataset of n records, and the
 /// usual start of a pipeline. Throws dtl::DataError for n < 0.

@@ -2,6 +2,8 @@
 #ifndef DTL_SAMPLERS_REPEAT_HPP
 #define DTL_SAMPLERS_REPEAT_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -9,7 +11,7 @@
 
 #include <dtl/samplers/node.hpp>
 
-namespace dtl::samplers {
+namespace dtl::inline DTL_ABI::samplers {
 
 /// The repeat() stage as written in a pipeline; see repeat().
 struct repeat_stage {};
@@ -24,7 +26,7 @@ constexpr repeat_stage repeat() noexcept { return {}; }
 
 }  // namespace dtl::samplers
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 template <SamplerNode U>
 class repeat_node

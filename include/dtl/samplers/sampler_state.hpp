@@ -2,12 +2,14 @@
 #ifndef DTL_SAMPLERS_SAMPLER_STATE_HPP
 #define DTL_SAMPLERS_SAMPLER_STATE_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <cstdint>
 #include <vector>
 
 #include <dtl/samplers/numpy_random.hpp>
 
-namespace dtl::samplers {
+namespace dtl::inline DTL_ABI::samplers {
 
 /// Resume point of a sampler pipeline: `pipeline.state()` returns it, `pipeline.restore(state)`
 /// continues from it, and every member is a public number so a checkpoint writer can store it

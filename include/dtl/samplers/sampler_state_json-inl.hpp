@@ -5,9 +5,11 @@
 #ifndef DTL_SAMPLERS_SAMPLER_STATE_JSON_INL_HPP
 #define DTL_SAMPLERS_SAMPLER_STATE_JSON_INL_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <dtl/samplers/sampler_state_json.hpp>
 
-namespace dtl::samplers {
+namespace dtl::inline DTL_ABI::samplers {
 
 DTL_INLINE void to_json(nlohmann::json& j, const sampler_state& s) {
   nlohmann::json rngs = nlohmann::json::array();

@@ -11,7 +11,7 @@
 
 #include <string>
 
-namespace dtl::samplers {
+namespace dtl::inline DTL_ABI::samplers {
 
 /// `{"epoch", "offset", "position", "rngs": [{"key": [624 words], "pos"}]}` — numpy's names for
 /// the generator fields, so a state can be checked against `RandomState.get_state()`.

@@ -2,6 +2,8 @@
 #ifndef DTL_SAMPLERS_SHARD_HPP
 #define DTL_SAMPLERS_SHARD_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -9,7 +11,7 @@
 
 #include <dtl/samplers/node.hpp>
 
-namespace dtl::samplers {
+namespace dtl::inline DTL_ABI::samplers {
 
 /// The shard() stage as written in a pipeline; see shard().
 struct shard_stage {
@@ -34,7 +36,7 @@ inline shard_stage shard(std::int64_t rank, std::int64_t world) {
 
 }  // namespace dtl::samplers
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 template <SamplerNode U>
 class shard_node

@@ -2,6 +2,8 @@
 #ifndef DTL_SAMPLERS_SHUFFLE_HPP
 #define DTL_SAMPLERS_SHUFFLE_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <algorithm>
 #include <cstdint>
 #include <span>
@@ -11,7 +13,7 @@
 #include <dtl/samplers/node.hpp>
 #include <dtl/samplers/numpy_random.hpp>
 
-namespace dtl::samplers {
+namespace dtl::inline DTL_ABI::samplers {
 
 /// The shuffle() stage as written in a pipeline; see shuffle().
 struct shuffle_stage {
@@ -33,7 +35,7 @@ inline shuffle_stage shuffle(std::int64_t seed, bool enabled = true) {
 
 }  // namespace dtl::samplers
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 template <SamplerNode U>
 class shuffle_node : public node_flags<U::batched, U::has_repeat, U::has_shard, U::has_batch, U::has_skip,

@@ -2,6 +2,8 @@
 #ifndef DTL_SAMPLERS_SKIP_HPP
 #define DTL_SAMPLERS_SKIP_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -9,7 +11,7 @@
 
 #include <dtl/samplers/node.hpp>
 
-namespace dtl::samplers {
+namespace dtl::inline DTL_ABI::samplers {
 
 /// The skip() stage as written in a pipeline; see skip().
 struct skip_stage {
@@ -30,7 +32,7 @@ inline skip_stage skip(std::int64_t k) {
 
 }  // namespace dtl::samplers
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 template <SamplerNode U>
 class skip_node : public node_flags<U::batched, U::has_repeat, U::has_shard, U::has_batch, true, U::shuffle_count> {

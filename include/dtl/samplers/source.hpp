@@ -3,6 +3,8 @@
 #ifndef DTL_SAMPLERS_SOURCE_HPP
 #define DTL_SAMPLERS_SOURCE_HPP
 
+#include <dtl/detail/abi.hpp>
+
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
@@ -13,7 +15,7 @@
 
 #include <dtl/samplers/node.hpp>
 
-namespace dtl::detail {
+namespace dtl::inline DTL_ABI::detail {
 
 /// 0, 1, ..., n-1: torch's SequentialSampler over a dataset of n records.
 class sequential_node : public node_flags<false, false, false, false, false, 0> {
