@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""The hand-written training loop of bench/trainer_overhead.cpp, in Python on python3-torch.
+"""The hand-written training loop of bench/trainer_overhead.cpp, in Python on the torch beside the
+benchmark's LibTorch (Debian's python3-torch, or the wheel in .venv).
 
 Same model (Linear-ReLU-Linear), same data shapes and sizes (randn inputs, randint labels, 100
-batches per epoch), same gather (index_select of a contiguous run, in order), same optimizer (SGD
-lr 0.01, momentum 0.9), the loss kept on the device and its mean logged every 100 batches.
+batches per epoch), same batches (slices of the data, in order: views, no copy), same optimizer
+(SGD lr 0.01, momentum 0.9), the loss kept on the device and its mean logged every 100 batches.
 Prints the time per batch in microseconds of one run after a warm-up of a quarter of it.
 
     python_loop.py IN HIDDEN OUT BATCH BATCHES
@@ -12,6 +13,9 @@ import sys
 import time
 
 import torch
+
+# What LibTorch's C++ zero_grad() does in this version: 1.13 zeroes in place, 2.x sets to None.
+SET_TO_NONE = int(torch.__version__.split(".")[0]) >= 2
 
 
 def run(model, opt, x_all, y_all, batch, batches):
@@ -22,13 +26,12 @@ def run(model, opt, x_all, y_all, batch, batches):
     for b in range(batches):
         first = (b % per_epoch) * batch
         length = min(batch, n - first)
-        index = torch.arange(first, first + length)
-        x = x_all.index_select(0, index)
-        y = y_all.index_select(0, index)
+        x = x_all[first:first + length]
+        y = y_all[first:first + length]
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
-        opt.zero_grad(set_to_none=False)  # LibTorch 1.13 zeroes in place too
+        opt.zero_grad(set_to_none=SET_TO_NONE)
         losses.append(loss.detach())
         if len(losses) == 100:
             sink = torch.stack(losses).mean().item()  # noqa: F841 -- logged, as the C++ loop does

@@ -1,16 +1,30 @@
 #!/usr/bin/env bash
-# Benchmarks, in an optimized build of their own (build-bench/). Every benchmark measures its
-# baseline in the same run; tools/bench_table.py runs them all, measures the compile-time cost of
-# <dtl/trainer.hpp>, and writes one Markdown table (with the machine and its load) into
-# docs/benchmarks.md. Full output: build-bench/bench.log. About 15 minutes.
-#   scripts/bench.sh            all benchmarks, the table written into docs/
-#   scripts/bench.sh --quick    fewer rounds, the table printed only (a smoke run)
+# Benchmarks, in optimized builds of their own: build-bench-torch2/ against the pinned LibTorch 2.x
+# (.venv) and build-bench/ against Debian's 1.13. Every benchmark measures its baseline in the same
+# run; tools/bench_table.py runs them all, measures the compile-time cost of <dtl/trainer.hpp>,
+# and writes one Markdown table per LibTorch (with the machine and its load) into
+# docs/benchmarks.md. Full output: build-bench*/bench.log. About 15 minutes per LibTorch.
+#   scripts/bench.sh                     both LibTorch versions, the tables written into docs/
+#   scripts/bench.sh --libtorch wheel    one of them (wheel or debian)
+#   scripts/bench.sh --quick             fewer rounds, the tables printed only (a smoke run)
 #   scripts/bench.sh --only trainer_overhead compile_time
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-if [ ! -f build-bench/build.ninja ]; then
-  meson setup build-bench --buildtype=release -Dtests=false -Dexamples=false -Dbenchmarks=true >/dev/null
+which=(wheel debian)
+if [ "${1:-}" = --libtorch ]; then
+  which=("${2:?--libtorch takes wheel or debian}")
+  shift 2
 fi
-ninja -C build-bench
-exec /usr/bin/python3 tools/bench_table.py "$@"
+bash scripts/setup.sh
+for lt in "${which[@]}"; do
+  case $lt in
+    wheel) build=build-bench-torch2; torch=(-Dtorch_prefix=.venv/bin/python3) ;;
+    debian) build=build-bench; torch=(-Dtorch_prefix=/usr) ;;
+    *) echo "bench.sh: --libtorch takes wheel or debian, not $lt" >&2; exit 2 ;;
+  esac
+  if [ ! -f "$build/build.ninja" ]; then
+    meson setup "$build" --buildtype=release -Dtests=false -Dexamples=false -Dbenchmarks=true "${torch[@]}" >/dev/null
+  fi
+  ninja -C "$build"
+  /usr/bin/python3 tools/bench_table.py --libtorch "$lt" "$@"
+done

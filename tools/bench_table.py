@@ -7,7 +7,11 @@ of `#include <dtl/trainer.hpp>` over `<torch/torch.h>` alone (measured here, int
 writes the table, the machine and its load between the markers in docs/benchmarks.md. The whole
 output of every benchmark goes to build-bench/bench.log.
 
-    tools/bench_table.py [--quick] [--no-write] [--only NAME ...]
+    tools/bench_table.py [--libtorch wheel|debian] [--quick] [--no-write] [--only NAME ...]
+
+--libtorch picks the build: build-bench-torch2/ against the pinned LibTorch 2.x in .venv (its
+Python loop on that torch), or build-bench/ against Debian's 1.13 (Debian's python3-torch). Each
+writes its own table into docs/benchmarks.md.
 """
 import argparse
 import datetime
@@ -20,10 +24,20 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BUILD = ROOT / "build-bench"
 DOC = ROOT / "docs" / "benchmarks.md"
-BEGIN = "<!-- bench-table:begin (written by scripts/bench.sh; do not edit by hand) -->"
-END = "<!-- bench-table:end -->"
+# Per LibTorch: the build directory, the Python whose torch it is, its include flags, the table's markers.
+LIBTORCH = {
+    "debian": dict(build=ROOT / "build-bench", python="/usr/bin/python3",
+                   includes=["-isystem", "/usr/include/torch/csrc/api/include"],
+                   begin="<!-- bench-table:begin (written by scripts/bench.sh; do not edit by hand) -->",
+                   end="<!-- bench-table:end -->"),
+    "wheel": dict(build=ROOT / "build-bench-torch2", python=str(ROOT / ".venv" / "bin" / "python3"),
+                  includes=None,  # from the wheel, below
+                  begin="<!-- bench-table-torch2:begin (written by scripts/bench.sh --libtorch wheel; do not edit by hand) -->",
+                  end="<!-- bench-table-torch2:end -->"),
+}
+BUILD = None  # set by main() from --libtorch
+BEGIN = END = None
 
 # The same allocator settings for every contender: glibc's heap layout alone moves a GEMM step by
 # +-30% on this VM (shared/reference/performance-notes.md).
@@ -35,7 +49,8 @@ BENCH_ENV = {
 
 # name, arguments (full, quick), pinned to one core?
 BENCHES = [
-    ("trainer_overhead", (["9", "--python=bench/python_loop.py"], ["3", "--python=bench/python_loop.py"]), True),
+    ("trainer_overhead", (["9", "--python=bench/python_loop.py", "--interpreter={python}"],
+                          ["3", "--python=bench/python_loop.py", "--interpreter={python}"]), True),
     ("loader_bench", (["9"], ["3"]), False),
     ("sampler_bench", ([], []), True),
     ("checkpoint_bench", (["--rounds=7"], ["--rounds=3"]), True),
@@ -45,8 +60,15 @@ BENCHES = [
 ]
 
 COMPILE_FLAGS = ["-std=c++20", "-O2", "-D_GLIBCXX_USE_CXX11_ABI=1", "-DUSE_DISTRIBUTED", "-DUSE_C10D_GLOO",
-                 "-I" + str(ROOT / "include"), "-isystem", "/usr/include/torch/csrc/api/include", "-c", "-o",
-                 os.devnull]
+                 "-I" + str(ROOT / "include"), "-c", "-o", os.devnull]
+
+
+def wheel_includes(python):
+    """The wheel's LibTorch include dirs, plus dtl's Gloo declarations (the wheel has no Gloo headers)."""
+    prefix = subprocess.run([python, "-c", "import os, torch; print(os.path.dirname(torch.__file__))"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    return ["-isystem", f"{prefix}/include", "-isystem", f"{prefix}/include/torch/csrc/api/include",
+            "-isystem", str(ROOT / "include" / "dtl" / "detail" / "gloo_declarations")]
 
 
 def machine():
@@ -67,19 +89,24 @@ def machine():
     return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB; {platform.platform()}; {gxx}; BLAS {blas}"
 
 
+def torch_version(python):
+    return subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True,
+                          text=True).stdout.strip() or "?"
+
+
 def load():
     return "%.2f %.2f %.2f" % os.getloadavg()
 
 
-def compile_seconds(source, extra=()):
+def compile_seconds(source, includes, extra=()):
     """CPU seconds (user + system) of one g++ run: less sensitive to a shared machine than wall time."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(["g++-12", *COMPILE_FLAGS, *extra, str(source)], check=True)
+    subprocess.run(["g++-12", *COMPILE_FLAGS, *includes, *extra, str(source)], check=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def compile_time_rows(rounds, log):
+def compile_time_rows(rounds, includes, log):
     """An empty main with <torch/torch.h> alone, with <dtl/trainer.hpp> header-only, and with it
     against libdtl (DTL_COMPILED_LIB: the headers declare, src/dtl.cpp defines), interleaved, the
     order rotating each round."""
@@ -94,7 +121,7 @@ def compile_time_rows(rounds, log):
     for r in range(rounds):
         for k in range(len(contenders)):
             i = (k + r) % len(contenders)
-            times[i].append(compile_seconds(*contenders[i]))
+            times[i].append(compile_seconds(contenders[i][0], includes, contenders[i][1]))
     med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
     base, header, compiled = (med(t) for t in times)
     log.write(f"== compile time, {rounds} rounds: torch.h {times[0]} s, trainer.hpp {times[1]} s, "
@@ -107,8 +134,9 @@ def compile_time_rows(rounds, log):
     return rows
 
 
-def run_bench(name, args, pinned, log):
+def run_bench(name, args, pinned, python, log):
     exe = BUILD / "bench" / name
+    args = [a.format(python=python) for a in args]
     cmd = ([ "taskset", "-c", "1"] if pinned and os.cpu_count() > 1 else []) + [str(exe), *args]
     env = dict(os.environ, **BENCH_ENV)
     log.write(f"== {' '.join(cmd)}\n")
@@ -140,7 +168,14 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run; not for the docs)")
     ap.add_argument("--no-write", action="store_true", help="print the table, leave docs/ alone")
     ap.add_argument("--only", nargs="*", help="benchmarks to run (names as in build-bench/bench)")
+    ap.add_argument("--libtorch", choices=sorted(LIBTORCH), default="wheel",
+                    help="which build: the pinned LibTorch 2.x (wheel, default) or Debian's 1.13")
     opts = ap.parse_args()
+    global BUILD, BEGIN, END
+    lt = LIBTORCH[opts.libtorch]
+    BUILD, BEGIN, END = lt["build"], lt["begin"], lt["end"]
+    python = lt["python"]
+    includes = lt["includes"] or wheel_includes(python)
 
     started = datetime.datetime.now(datetime.timezone.utc)
     load_before = load()
@@ -150,10 +185,10 @@ def main():
             if opts.only and name not in opts.only:
                 continue
             print(f"== {name}", flush=True)
-            rows += run_bench(name, quick if opts.quick else full, pinned, log)
+            rows += run_bench(name, quick if opts.quick else full, pinned, python, log)
         if not opts.only or "compile_time" in opts.only:
             print("== compile time", flush=True)
-            rows += compile_time_rows(1 if opts.quick else 5, log)
+            rows += compile_time_rows(1 if opts.quick else 5, includes, log)
     load_after = load()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip() or "?"
@@ -163,6 +198,8 @@ def main():
     block = "\n".join([
         f"Measured {started:%Y-%m-%d %H:%M} UTC on commit `{commit}`{' (with local changes)' if dirty else ''}"
         f"{' — a --quick run, fewer rounds' if opts.quick else ''}, in {minutes:.0f} min.",
+        f"LibTorch {torch_version(python)} ({'PyPI wheel, .venv' if opts.libtorch == 'wheel' else 'Debian'}); "
+        f"the Python loop on that torch.",
         f"Machine: {machine()}.",
         f"Load average (1, 5, 15 min) before: {load_before}; after: {load_after}.",
         "Benchmarks pinned to one core where marked in tools/bench_table.py; 1 intra-op thread; the same glibc "
