@@ -58,7 +58,9 @@ expect_link_failure link_fail_mixed_modes "$out/mixed" "$libdtl" "link_test_lear
   "$out/main.o" "$out/helper_h.o"
 # Against the libdtl of the other LibTorch: this version's names are missing from it.
 if [ -n "${DTL_OTHER_LIBDTL:-}" ]; then
-  this=$(nm -C "$libdtl" 2>/dev/null | grep -o 'v0_compiled_torch[0-9]*' | head -n1)
+  # From a demangled name ("dtl::v0_compiled_torch2::init(...)"): a mangled one that nm left as it
+  # is runs the next name's length into the digits ("v0_compiled_torch211SummaryWriter").
+  this=$(nm -C "$libdtl" 2>/dev/null | grep -o 'dtl::v0_compiled_torch[0-9]*::' | head -n1 | sed 's/^dtl:://; s/::$//')
   expect_link_failure link_fail_other_libtorch "$out/other" "$DTL_OTHER_LIBDTL" "dtl::$this::" \
     "$out/main.o" "$out/helper_c.o"
 fi
