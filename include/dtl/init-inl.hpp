@@ -20,6 +20,17 @@ DTL_INLINE std::atomic<int>& preempted_by_signal() {
   return sig;
 }
 
+DTL_INLINE std::string error_line(std::string_view what) {
+  const char* env = std::getenv("DTL_BACKTRACE");
+  if (env != nullptr && std::string_view(env) == "1") return std::string(what);
+  std::string line(what);
+  for (std::string_view marker : {"\nException raised from ", "\nframe #0: "}) {
+    if (const auto at = line.find(marker); at != std::string::npos) line.erase(at);
+  }
+  while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
+  return line;
+}
+
 DTL_INLINE void terminate_with_error_line() noexcept {
   int status = 1;
   if (const auto e = std::current_exception()) {
@@ -27,9 +38,9 @@ DTL_INLINE void terminate_with_error_line() noexcept {
       std::rethrow_exception(e);
     } catch (const ConfigError& x) {
       status = 2;
-      std::cerr << "error: " << x.what() << std::endl;
+      std::cerr << "error: " << error_line(x.what()) << std::endl;
     } catch (const std::exception& x) {
-      std::cerr << "error: " << x.what() << std::endl;
+      std::cerr << "error: " << error_line(x.what()) << std::endl;
     } catch (...) {
       std::cerr << "error: an exception that is not a std::exception reached main" << std::endl;
     }
@@ -186,10 +197,10 @@ DTL_INLINE PyTorchTrialContext init(int argc, const char* const* argv, InitOptio
     }
     setup.emplace(detail::make_setup(std::move(opts), &cl));
   } catch (const ConfigError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << detail::error_line(e.what()) << "\n";
     std::exit(2);
   } catch (const DistributedError& e) {  // could not join the run: a peer missing, a port taken
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << detail::error_line(e.what()) << "\n";
     std::exit(1);
   }
   detail::install_stop_signal_handlers();

@@ -27,6 +27,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace dtl::inline DTL_ABI {
@@ -67,6 +68,12 @@ DTL_INLINE std::atomic<int>& preempted_by_signal();
 /// and exits with status 1 — 2 for a ConfigError (a usage or configuration mistake) — instead of
 /// std::terminate's abort and core dump.
 [[noreturn]] DTL_INLINE void terminate_with_error_line() noexcept;
+
+/// An exception's message as the one error line: LibTorch's errors (c10::Error) append their C++
+/// backtrace ("Exception raised from … (most recent call first):" and "frame #N: …" lines),
+/// also when dtl quotes them in its own error; that is cut unless the environment sets
+/// DTL_BACKTRACE=1.
+[[nodiscard]] DTL_INLINE std::string error_line(std::string_view what);
 
 /// SIGINT / SIGTERM ask for a graceful stop: the Trainer checkpoints at the next workload
 /// boundary and returns. A second signal kills the process as usual.

@@ -342,6 +342,31 @@ TEST_CASE("ReduceLROnPlateau: state_dict before a step, round trip, and errors")
     CHECK(s0 == py.state);
   }
 
+  SUBCASE("in a checkpoint, inf is a Python float: torch loads the state and steps (a str raised TypeError)") {
+    const auto iv = dtl::detail::json_to_ivalue(fresh.state_dict());
+    const auto d = iv.toGenericDict();
+    REQUIRE(d.at("best").isDouble());
+    CHECK(d.at("best").toDouble() == -std::numeric_limits<double>::infinity());
+    CHECK(d.at("mode_worse").isDouble());
+    CHECK(dtl::detail::ivalue_to_json(iv) == fresh.state_dict());  // and back to dtl's spelling
+    if (!python_torch_missing()) {
+      const auto dir = std::filesystem::temp_directory_path() / ("dtl_plateau_" + std::to_string(::getpid()));
+      std::filesystem::create_directories(dir);
+      dtl::detail::save_pickle_archive(iv, dir / "plateau.pt");
+      const std::string py =
+          "import torch\n"
+          "p = torch.nn.Parameter(torch.zeros(1))\n"
+          "s = torch.optim.lr_scheduler.ReduceLROnPlateau(torch.optim.SGD([p], lr=0.1))\n"
+          "s.load_state_dict(torch.load('" + (dir / "plateau.pt").string() + "', weights_only=True))\n"
+          "s.step(2.5)\n"
+          "print(type(s.best).__name__, s.best)\n";
+      const auto out = run_command(python() + " -c " + shell_quote(py));
+      std::filesystem::remove_all(dir);
+      INFO(out.output);
+      CHECK(out.status == 0);
+      CHECK(out.output.find("float 2.5") != std::string::npos);  // mode max: 2.5 beats -inf
+    }
+  }
   SUBCASE("stopping half way and loading the state continues exactly") {
     const std::size_t half = 13;
     const auto whole = run_dtl(c, plateau_metrics);

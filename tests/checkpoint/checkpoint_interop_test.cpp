@@ -246,7 +246,61 @@ TEST_CASE("a corrupt, truncated or foreign checkpoint is a clear error, and the 
   CHECK_THROWS_WITH_AS(resume(), doctest::Contains("steps_completed is missing or not a count"), dtl::CheckpointError);
   std::ofstream(meta_path) << "{broken";
   CHECK_THROWS_WITH_AS(resume(), doctest::Contains("metadata.json is not a JSON object"), dtl::CheckpointError);
+  meta = nlohmann::json::parse(meta_text);
+  meta["framework"] = 5;
+  std::ofstream(meta_path) << meta.dump();
+  CHECK_THROWS_WITH_AS(resume(), doctest::Contains("metadata.json: framework is 5, not \"torch-<version>\""),
+                       dtl::CheckpointError);
   std::ofstream(meta_path) << meta_text;
+  // So is load_data.json, where a checkpoint has one.
+  const auto load_data_path = ckpt / "load_data.json";
+  const auto load_data_text = dtl::detail::read_file(load_data_path);
+  std::ofstream(load_data_path) << "{broken";
+  CHECK_THROWS_WITH_AS(resume(), doctest::Contains(load_data_path.string() + " is not a JSON object"), dtl::CheckpointError);
+  auto load_data = nlohmann::json::parse(load_data_text);
+  load_data["hparams"] = "lr=0.1";
+  std::ofstream(load_data_path) << load_data.dump();
+  CHECK_THROWS_WITH_AS(resume(), doctest::Contains("load_data.json: hparams is \"lr=0.1\", not a mapping"),
+                       dtl::CheckpointError);
+  std::ofstream(load_data_path) << load_data_text;
+  // And trial_state.json's per-rank states, naming the file and the field.
+  const auto state_path = ckpt / "trial_state.json";
+  const auto state_text = dtl::detail::read_file(state_path);
+  for (const auto& [ranks, message] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {5, "trial_state.json: ranks is 5, not a list with one entry per rank"},
+           {nlohmann::json::array({7}), "trial_state.json: ranks[0] is 7, not an object"},
+           {nlohmann::json::array({{{"cpu_rng_state", "zz"}}}), "ranks[0].cpu_rng_state is not a hex string of whole bytes"},
+           {nlohmann::json::array({{{"cpu_rng_state", "00ff"}}}), "ranks[0].cpu_rng_state holds 2 bytes, but this LibTorch's CPU generator state has "},
+           {nlohmann::json::array({{{"data_position", "x"}}}), "ranks[0].data_position is \"x\", not an object"}}) {
+    auto state = nlohmann::json::parse(state_text);
+    state["ranks"] = ranks;
+    std::ofstream(state_path) << state.dump();
+    CHECK_THROWS_WITH_AS(resume(), doctest::Contains(message), dtl::CheckpointError);
+  }
+  std::ofstream(state_path) << state_text;
+  // The zip's small records (the archive's version) are CRC-checked like the data.
+  {
+    auto bytes = dtl::detail::read_file(pth);
+    std::size_t at = 0, data = std::string::npos;
+    const auto u16 = [&](std::size_t i) {
+      return static_cast<std::size_t>(static_cast<unsigned char>(bytes[i])) |
+             static_cast<std::size_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
+    };
+    while ((at = bytes.find("PK\x03\x04", at)) != std::string::npos) {  // each record's local header
+      const std::string name = bytes.substr(at + 30, u16(at + 26));
+      if (name.ends_with("/version") && name.find(".data") == std::string::npos) {
+        data = at + 30 + u16(at + 26) + u16(at + 28);
+        break;
+      }
+      at += 4;
+    }
+    REQUIRE(data != std::string::npos);
+    bytes[data] = static_cast<char>(bytes[data] ^ 0x01);  // '3' -> '2': still a version the reader takes
+    std::ofstream(pth, std::ios::binary | std::ios::trunc) << bytes;
+  }
+  CHECK_THROWS_WITH_AS(resume(), doctest::Contains("the record version is corrupt: its CRC-32 is "), dtl::CheckpointError);
+  std::filesystem::remove(pth);
+  std::filesystem::copy_file(backup, pth);
   // The intact files resume.
   CHECK_NOTHROW(resume());
   std::filesystem::remove_all(opts.run_dir.value());

@@ -149,15 +149,33 @@ TEST_SUITE("config/hparams") {
   TEST_CASE("apply_overrides sets dotted names, creating mappings") {
     json hp = {{"opt", {{"lr", 1}}}, {"a.b", 1}};
     dtl::detail::apply_overrides(hp,
-                                 {{"opt.lr", 0.5}, {"opt.m", 0.9}, {"x.y.z", "deep"}, {"a.b", 2}, {"top", nullptr}});
+                                 {{"opt.lr", 0.5}, {"+opt.m", 0.9}, {"+x.y.z", "deep"}, {"a.b", 2}, {"+top", nullptr}});
     CHECK(hp["opt"] == json{{"lr", 0.5}, {"m", 0.9}});
     CHECK(hp["x"]["y"]["z"] == "deep");
     CHECK(hp["a.b"] == 2);  // the literal key, not a nested one
     CHECK_FALSE(hp.contains("a"));
     CHECK(hp["top"].is_null());
     json empty;
-    dtl::detail::apply_overrides(empty, {{"lr", 1}});
+    dtl::detail::apply_overrides(empty, {{"+lr", 1}});
     CHECK(empty == json{{"lr", 1}});
+  }
+
+  TEST_CASE("apply_overrides: a name nothing defines is an error with a did-you-mean, not an ignored value") {
+    json hp = {{"learning_rate", 0.1}, {"optimizer", {{"momentum", 0.9}}}};
+    std::string e = error_of([&] { dtl::detail::apply_overrides(hp, {{"learnin_rate", 0.5}}); });
+    CHECK(contains(e, "--hparam learnin_rate=...: no hyperparameter 'learnin_rate' in the config, the hparams file "
+                      "or the code's defaults (did you mean 'learning_rate'?)"));
+    CHECK(contains(e, "to add a new one on purpose, write --hparam +learnin_rate=..."));
+    e = error_of([&] { dtl::detail::apply_overrides(hp, {{"optimizer.momentun", 0.5}}); });
+    CHECK(contains(e, "(did you mean 'optimizer.momentum'?)"));
+    e = error_of([&] { dtl::detail::apply_overrides(hp, {{"optimiser.momentum", 0.5}}); });
+    CHECK(contains(e, "no hyperparameter 'optimiser.momentum'"));
+    CHECK(contains(e, "(did you mean 'optimizer.momentum'?)"));
+    CHECK(contains(error_of([&] { dtl::detail::apply_overrides(hp, {{"batch", 8}}); }), "no hyperparameter 'batch'"));
+    CHECK(hp == json{{"learning_rate", 0.1}, {"optimizer", {{"momentum", 0.9}}}});  // nothing half-applied
+    // On purpose: + adds it; an existing name takes the + too.
+    dtl::detail::apply_overrides(hp, {{"+learnin_rate", 0.5}, {"+optimizer.nesterov", true}, {"+learning_rate", 0.2}});
+    CHECK(hp == json{{"learning_rate", 0.2}, {"learnin_rate", 0.5}, {"optimizer", {{"momentum", 0.9}, {"nesterov", true}}}});
   }
 
   TEST_CASE("apply_overrides refuses to reach through a value") {

@@ -4,6 +4,7 @@
 // directories under checkpoints/ never stop training.
 #include "test_trials.hpp"
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -182,4 +183,74 @@ TEST_CASE("a foreign directory under checkpoints/ never stops training; a crash'
   // Named once each, though retention ran at every checkpoint.
   CHECK(err.find("my-notes is not") == err.rfind("my-notes is not"));
   std::filesystem::remove_all(*opts.run_dir);
+}
+
+TEST_CASE("`latest` names a checkpoint of this run: a path out of it, an empty file or a directory is a clear error") {
+  Record rec;
+  auto other = test::init_options("latest_other", 4, 0.01);
+  {
+    auto ctx = dtl::init(other);
+    LinearTrial trial(ctx, rec, {});
+    dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{4}, .quiet = true});
+  }
+  const auto other_ckpt = test::latest_checkpoint(*other.run_dir);
+  REQUIRE(std::filesystem::is_directory(other_ckpt));
+
+  auto opts = test::init_options("latest_escape", 4, 0.01);
+  const auto ckpts = *opts.run_dir / "checkpoints";
+  std::filesystem::create_directories(ckpts);
+  const auto run_dir = opts.run_dir->string();
+  const auto resume = [&](const std::string& what) {
+    const char* argv[] = {"hardening_test", "--run-dir", run_dir.c_str(), "--resume", what.c_str()};
+    auto ctx = dtl::init(5, argv, opts);
+    LinearTrial trial(ctx, rec, {});
+    dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{8}, .quiet = true});
+  };
+  const auto resume_latest = [&] { resume("latest"); };
+  // Another run's checkpoint through a relative path, and through an absolute one.
+  const auto escape = std::filesystem::relative(other_ckpt, ckpts).string();
+  REQUIRE(escape.starts_with(".."));
+  for (const auto& held : {escape, other_ckpt.string()}) {
+    std::ofstream(ckpts / "latest") << held << "\n";
+    CHECK_THROWS_WITH_AS(resume_latest(), doctest::Contains("holds \"" + held + "\", which is not a checkpoint directory name inside"),
+                         dtl::CheckpointError);
+  }
+  std::ofstream(ckpts / "latest", std::ios::trunc);
+  CHECK_THROWS_WITH_AS(resume_latest(), doctest::Contains((ckpts / "latest").string() + " is empty; dtl writes it as the name of one checkpoint directory"),
+                       dtl::CheckpointError);
+  std::ofstream(ckpts / "latest") << "0123-not-here\n";
+  CHECK_THROWS_WITH_AS(resume_latest(), doctest::Contains("names 0123-not-here, but " + (ckpts / "0123-not-here").string() + " does not exist"),
+                       dtl::CheckpointError);
+  std::filesystem::remove(ckpts / "latest");
+  std::filesystem::create_directories(ckpts / "latest");
+  CHECK_THROWS_WITH_AS(resume_latest(), doctest::Contains((ckpts / "latest").string() + " is not a file"),
+                       dtl::CheckpointError);
+  CHECK(rec.batches == 4);  // none of them trained
+  // An explicit --resume DIR may still point anywhere.
+  std::filesystem::remove_all(ckpts / "latest");
+  resume(other_ckpt.string());
+  CHECK(rec.batches == 8);  // resumed at 4
+  std::filesystem::remove_all(*opts.run_dir);
+  std::filesystem::remove_all(*other.run_dir);
+}
+
+TEST_CASE("an error from inside LibTorch is one line; DTL_BACKTRACE=1 keeps c10's backtrace") {
+  std::string what;
+  try {
+    torch::nn::Dropout dropout(torch::nn::DropoutOptions(2.0));
+  } catch (const c10::Error& e) {
+    what = e.what();
+  }
+  REQUIRE(what.find("dropout probability has to be between 0 and 1") != std::string::npos);
+  REQUIRE(what.find("\nException raised from ") != std::string::npos);  // c10 appends where and the frames
+  ::unsetenv("DTL_BACKTRACE");
+  const auto line = dtl::detail::error_line(what);
+  CHECK(line.find('\n') == std::string::npos);
+  CHECK(line.starts_with("dropout probability has to be between 0 and 1, but got 2"));
+  // Quoted inside dtl's own message, as a callback error is.
+  CHECK(dtl::detail::error_line("dtl: on_validation_end: " + what) ==
+        "dtl: on_validation_end: " + line);
+  ::setenv("DTL_BACKTRACE", "1", 1);
+  CHECK(dtl::detail::error_line(what) == what);
+  ::unsetenv("DTL_BACKTRACE");
 }

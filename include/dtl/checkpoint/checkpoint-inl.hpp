@@ -157,8 +157,22 @@ DTL_INLINE std::filesystem::path Checkpointer::resolve(const std::string& what) 
   if (!std::filesystem::exists(pointer))
     throw ConfigError("dtl: --resume latest: " + pointer.string() + " does not exist (no complete checkpoint in " +
                       storage_.string() + ")");
+  const std::string fix = "; dtl writes it as the name of one checkpoint directory beside it. Pass "
+                          "--resume RUN/checkpoints/<uuid> to pick a checkpoint yourself, or remove " +
+                          pointer.string() + " to start over";
+  if (!std::filesystem::is_regular_file(pointer))
+    throw CheckpointError("dtl: --resume latest: " + pointer.string() + " is not a file" + fix);
   auto uuid = read_file(pointer);
-  while (!uuid.empty() && (uuid.back() == '\n' || uuid.back() == ' ')) uuid.pop_back();
+  while (!uuid.empty() && (uuid.back() == '\n' || uuid.back() == ' ' || uuid.back() == '\r')) uuid.pop_back();
+  if (uuid.empty()) throw CheckpointError("dtl: --resume latest: " + pointer.string() + " is empty" + fix);
+  // `latest` names a checkpoint of this run, never a path: one that leads elsewhere (`..`, `/`)
+  // would resume another run's state with exit 0. An explicit --resume DIR may point anywhere.
+  if (uuid.find_first_of("/\\\n") != std::string::npos || uuid == "." || uuid == "..")
+    throw CheckpointError("dtl: --resume latest: " + pointer.string() + " holds \"" + uuid +
+                          "\", which is not a checkpoint directory name inside " + storage_.string() + fix);
+  if (!std::filesystem::is_directory(checkpoint_dir(uuid)))
+    throw CheckpointError("dtl: --resume latest: " + pointer.string() + " names " + uuid + ", but " +
+                          checkpoint_dir(uuid).string() + " does not exist" + fix);
   return checkpoint_dir(uuid);
 }
 
@@ -338,6 +352,7 @@ DTL_INLINE CheckpointState Checkpointer::load(const TrialStateRefs& trial, const
       throw CheckpointError("dtl: checkpoint " + dir.string() + " is incomplete or not a dtl checkpoint: " + f +
                             " is missing");
   const auto metadata = verify_metadata(dir);
+  verify_load_data(dir);
   const auto file = dir / "state_dict.pth";
   const std::string where = "dtl: checkpoint " + file.string();
   const auto root_value = load_pickle_archive(file);
@@ -416,6 +431,7 @@ DTL_INLINE CheckpointState Checkpointer::load(const TrialStateRefs& trial, const
     out.data_position = st.value("data_position", nlohmann::json(nullptr));
     if (st.contains("trial_seed")) out.trial_seed = st["trial_seed"].get<std::uint64_t>();
     out.ranks = st.value("ranks", nlohmann::json(nullptr));
+    verify_rank_states(out.ranks, dir / "trial_state.json");
     if (metadata.at("steps_completed").get<std::int64_t>() != out.batches_trained)
       throw CheckpointError("dtl: checkpoint " + dir.string() + ": metadata.json's steps_completed (" +
                             metadata.at("steps_completed").dump() +
@@ -424,6 +440,47 @@ DTL_INLINE CheckpointState Checkpointer::load(const TrialStateRefs& trial, const
     return out;
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError("dtl: checkpoint " + (dir / "trial_state.json").string() + " is corrupt: " + e.what());
+  }
+}
+
+DTL_INLINE void Checkpointer::verify_load_data(const std::filesystem::path& dir) {
+  const auto path = dir / "load_data.json";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return;  // a checkpoint from before dtl wrote it
+  const auto data = nlohmann::json::parse(read_file(path), nullptr, false);
+  const std::string where = "dtl: checkpoint " + path.string();
+  if (data.is_discarded() || !data.is_object()) throw CheckpointError(where + " is not a JSON object (corrupt file)");
+  if (data.contains("hparams") && !data["hparams"].is_object())
+    throw CheckpointError(where + ": hparams is " + data["hparams"].dump() + ", not a mapping of names to values");
+  if (data.contains("trial_type") && !data["trial_type"].is_string())
+    throw CheckpointError(where + ": trial_type is " + data["trial_type"].dump() + ", not a string");
+}
+
+DTL_INLINE void Checkpointer::verify_rank_states(const nlohmann::json& ranks, const std::filesystem::path& file) {
+  if (ranks.is_null()) return;  // a one-process run, or an older checkpoint
+  const std::string where = "dtl: checkpoint " + file.string() + ": ";
+  const std::string fix = "; the file was altered or damaged: resume from another checkpoint (--resume DIR)";
+  if (!ranks.is_array()) throw CheckpointError(where + "ranks is " + ranks.dump() + ", not a list with one entry per rank" + fix);
+  const auto cpu_state_bytes = 2 * at::detail::getDefaultCPUGenerator().get_state().numel();
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const auto& r = ranks[i];
+    const std::string field = "ranks[" + std::to_string(i) + "]";
+    if (!r.is_object()) throw CheckpointError(where + field + " is " + r.dump() + ", not an object" + fix);
+    for (const char* key : {"cpu_rng_state", "cuda_rng_state"}) {
+      if (!r.contains(key)) continue;
+      const auto& v = r.at(key);
+      const bool hex = v.is_string() && v.get_ref<const std::string&>().find_first_not_of("0123456789abcdef") ==
+                                            std::string::npos;
+      if (!hex || v.get_ref<const std::string&>().size() % 2 != 0)
+        throw CheckpointError(where + field + "." + key + " is not a hex string of whole bytes" + fix);
+      if (std::string_view(key) == "cpu_rng_state" &&
+          static_cast<std::int64_t>(v.get_ref<const std::string&>().size()) != cpu_state_bytes)
+        throw CheckpointError(where + field + ".cpu_rng_state holds " + std::to_string(v.get_ref<const std::string&>().size() / 2) +
+                              " bytes, but this LibTorch's CPU generator state has " +
+                              std::to_string(cpu_state_bytes / 2) + fix);
+    }
+    if (r.contains("data_position") && !r.at("data_position").is_null() && !r.at("data_position").is_object())
+      throw CheckpointError(where + field + ".data_position is " + r.at("data_position").dump() + ", not an object" + fix);
   }
 }
 
@@ -437,6 +494,10 @@ DTL_INLINE nlohmann::json Checkpointer::verify_metadata(const std::filesystem::p
     throw CheckpointError(where + ": steps_completed is missing or not a count");
   if (meta.contains("format") && meta["format"] != "pickle")
     throw CheckpointError(where + ": format is " + meta["format"].dump() + ", not \"pickle\" (not a dtl checkpoint)");
+  if (meta.contains("framework") &&
+      (!meta["framework"].is_string() || !meta["framework"].get_ref<const std::string&>().starts_with("torch-")))
+    throw CheckpointError(where + ": framework is " + meta["framework"].dump() +
+                          ", not \"torch-<version>\" (altered, or not a dtl checkpoint)");
   if (meta.contains("validation_metric") && !meta["validation_metric"].is_number())
     throw CheckpointError(where + ": validation_metric is " + meta["validation_metric"].dump() + ", not a number");
   return meta;

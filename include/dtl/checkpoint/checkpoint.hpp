@@ -134,6 +134,10 @@ class Checkpointer {
   /// metadata.json must be what dtl writes: an object whose steps_completed is a count, format
   /// "pickle", validation_metric (if any) a number; anything else is named.
   DTL_INLINE static nlohmann::json verify_metadata(const std::filesystem::path& dir);
+  /// load_data.json, where present: an object, hparams a mapping, trial_type a string.
+  DTL_INLINE static void verify_load_data(const std::filesystem::path& dir);
+  /// trial_state.json's per-rank states (RNG, data position), checked before any is applied.
+  DTL_INLINE static void verify_rank_states(const nlohmann::json& ranks, const std::filesystem::path& file);
 
   std::set<std::string> warned_foreign_;  // foreign directories named once
   std::filesystem::path storage_;

@@ -1,7 +1,11 @@
 // dtl — JSON <-> c10::IValue for the plain-data parts of a checkpoint (scheduler and callback
 // state): objects become str-keyed dicts (int-keyed when every key is an integer, as
 // MultiStepLR's milestone Counter), arrays lists, and numbers keep their kind (an integer stays a
-// Python int, a float a Python float), so Python's load_state_dict sees what it wrote.
+// Python int, a float a Python float), so Python's load_state_dict sees what it wrote. JSON has no
+// infinity or NaN: dtl's states spell them "inf", "-inf", "nan" (callbacks::detail::float_to_json),
+// and those three strings cross into the checkpoint as Python floats, and back — a
+// ReduceLROnPlateau state saved before its first step holds best = inf, which Python's
+// `is_better` compares with a float (a str raised TypeError there).
 #ifndef DTL_CHECKPOINT_IVALUE_JSON_HPP
 #define DTL_CHECKPOINT_IVALUE_JSON_HPP
 
@@ -16,6 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include <charconv>
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -46,8 +52,13 @@ inline c10::IValue json_to_ivalue(const nlohmann::json& j) {
       return c10::IValue(static_cast<std::int64_t>(j.get<std::uint64_t>()));
     case nlohmann::json::value_t::number_float:
       return c10::IValue(j.get<double>());
-    case nlohmann::json::value_t::string:
-      return c10::IValue(j.get<std::string>());
+    case nlohmann::json::value_t::string: {
+      const auto& str = j.get_ref<const std::string&>();
+      if (str == "inf") return c10::IValue(std::numeric_limits<double>::infinity());
+      if (str == "-inf") return c10::IValue(-std::numeric_limits<double>::infinity());
+      if (str == "nan") return c10::IValue(std::numeric_limits<double>::quiet_NaN());
+      return c10::IValue(str);
+    }
     case nlohmann::json::value_t::array: {
       c10::impl::GenericList list(c10::AnyType::get());
       for (const auto& x : j) list.push_back(json_to_ivalue(x));
@@ -78,7 +89,12 @@ inline nlohmann::json ivalue_to_json(const c10::IValue& v) {
   if (v.isNone()) return nullptr;
   if (v.isBool()) return v.toBool();
   if (v.isInt()) return v.toInt();
-  if (v.isDouble()) return v.toDouble();
+  if (v.isDouble()) {
+    const double d = v.toDouble();
+    if (std::isnan(d)) return "nan";
+    if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+    return d;
+  }
   if (v.isString()) return v.toStringRef();
   if (v.isList()) {
     nlohmann::json a = nlohmann::json::array();

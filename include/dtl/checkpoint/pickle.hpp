@@ -778,6 +778,7 @@ struct GlobalRef {
     storage_class,
     codecs_encode,
     bytes_type,
+    counter,    // collections.Counter(dict): MultiStepLR's milestones; read as the dict
     type_tag,   // torch.jit._pickle.restore_type_tag(value, "Dict[str, Any]"): the value
     typed_list  // torch.jit._pickle.build_intlist(list) and friends: the list
   };
@@ -1036,6 +1037,7 @@ class Unpickler {
     if (module == "__builtin__") module = "builtins";
     const std::string full = module + "." + name;
     if (module == "collections" && name == "OrderedDict") return Slot{GlobalRef{GlobalRef::ordered_dict, {}, full}};
+    if (module == "collections" && name == "Counter") return Slot{GlobalRef{GlobalRef::counter, {}, full}};
     if (module == "torch._utils" && name == "_rebuild_tensor_v2")
       return Slot{GlobalRef{GlobalRef::rebuild_tensor_v2, {}, full}};
     if (module == "torch._utils" && name == "_rebuild_tensor")
@@ -1055,7 +1057,7 @@ class Unpickler {
       return Slot{GlobalRef{GlobalRef::typed_list, {}, full}};
     fail_at("refusing the global '" + printable(full) +
             "': dtl loads checkpoints without ever executing code from the file, so it accepts only "
-            "collections.OrderedDict, torch._utils._rebuild_tensor_v2/_rebuild_tensor/_rebuild_parameter, "
+            "collections.OrderedDict/Counter, torch._utils._rebuild_tensor_v2/_rebuild_tensor/_rebuild_parameter, "
             "torch.<Type>Storage, _codecs.encode (bytes) and torch.jit._pickle's type tags. Save tensors and plain "
             "containers (e.g. "
             "model.state_dict()) rather than objects of other classes");
@@ -1161,6 +1163,13 @@ class Unpickler {
           }
         }
         return Slot{Value(std::move(out))};
+      }
+      case GlobalRef::counter: {
+        // Counter.__reduce__ is (Counter, (dict(self),)); torch's weights_only loader accepts it.
+        if (a.empty()) return Slot{new_dict(false)};
+        const auto* d = a.size() == 1 ? std::get_if<Value>(&a[0].v) : nullptr;
+        if (!d || !d->is(Kind::dict)) fail_at("collections.Counter is only accepted with no arguments or one dict");
+        return Slot{*d};
       }
       case GlobalRef::bytes_type:
         if (!a.empty()) fail_at("builtins.bytes is only accepted with no arguments (empty bytes)");
@@ -1546,7 +1555,7 @@ struct LoadOptions {
 [[nodiscard]] inline std::string dump(const Value& v) { return impl::Pickler().run(v); }
 
 /// Reads a pickle (protocols 2 to 5 as torch.save and pickle.dumps write for state dicts),
-/// refusing every global outside the allow-list — collections.OrderedDict,
+/// refusing every global outside the allow-list — collections.OrderedDict and Counter (as a dict),
 /// torch._utils._rebuild_tensor_v2 / _rebuild_tensor / _rebuild_parameter, torch.<Type>Storage,
 /// _codecs.encode and builtins.bytes (how protocol 2 spells bytes), and the identity functions
 /// torch.jit._pickle.restore_type_tag / build_intlist / build_doublelist / build_boollist /

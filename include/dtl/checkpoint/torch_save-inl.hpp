@@ -526,6 +526,13 @@ DTL_INLINE c10::IValue load_pickle_archive(const std::filesystem::path& file) {
     if (!reader.hasRecord("data.pkl"))
       throw CheckpointError(where + "has no data.pkl record (not written by torch.save?)");
     const auto crcs = zip_record_crcs(file, where);  // every record read is checked against its CRC-32
+    // The small records beside the data (version, byteorder, .data/version, serialization_id):
+    // the reader has already parsed the version, but a flipped bit there must be named too.
+    for (const auto& name : reader.getAllRecords()) {
+      if (name == "data.pkl" || name.starts_with("data/")) continue;
+      auto [ptr, size] = reader.getRecord(name);
+      verify_record_crc(crcs, name, ptr.get(), size, where);
+    }
     auto [pkl_ptr, pkl_size] = reader.getRecord("data.pkl");
     verify_record_crc(crcs, "data.pkl", pkl_ptr.get(), pkl_size, where);
     pickle::Value value;

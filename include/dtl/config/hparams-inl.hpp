@@ -121,9 +121,20 @@ DTL_INLINE nlohmann::json merge_hparams(nlohmann::json base, nlohmann::json over
   return merge_hparams_into(std::move(base), std::move(override_value));
 }
 
+/// Every name an override could address in `hp`: each key, and each nested key as a dotted path.
+DTL_INLINE void hparam_names(const nlohmann::json& hp, const std::string& prefix, std::vector<std::string>& out) {
+  if (!hp.is_object()) return;
+  for (const auto& [key, value] : hp.items()) {
+    out.push_back(prefix + key);
+    hparam_names(value, prefix + key + ".", out);
+  }
+}
+
 DTL_INLINE void apply_overrides(nlohmann::json& hparams,
                                 const std::vector<std::pair<std::string, nlohmann::json>>& overrides) {
-  for (const auto& [name, value] : overrides) {
+  for (const auto& [spelled, value] : overrides) {
+    const bool add = spelled.starts_with('+');
+    const std::string name = add ? spelled.substr(1) : spelled;
     if (hparams.is_null()) hparams = nlohmann::json::object();
     if (!hparams.is_object()) {
       throw ConfigError("cannot apply --hparam " + name + "=...: the hyperparameters are " + describe_json(hparams) +
@@ -140,14 +151,36 @@ DTL_INLINE void apply_overrides(nlohmann::json& hparams,
     const auto parts = split_dotted(name);
     nlohmann::json* node = &hparams;
     std::string walked;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const bool last = i + 1 == parts.size();
+      if (!last) {
+        walked += (i ? "." : "") + parts[i];
+        auto it = node->find(parts[i]);
+        if (it != node->end() && !it->is_null() && !it->is_object()) {
+          throw ConfigError("cannot apply --hparam " + name + "=...: hyperparameter '" + walked + "' is " +
+                            describe_json(*it) + ", not a mapping; override '" + walked + "' itself instead");
+        }
+        if (it != node->end() && it->is_object()) {
+          node = &*it;
+          continue;
+        }
+      } else if (node->contains(parts[i])) {
+        break;
+      }
+      // parts[i] is new here: a typo, unless the name was written as a deliberate addition.
+      if (!add) {
+        std::vector<std::string> known;
+        hparam_names(hparams, "", known);
+        throw ConfigError("--hparam " + name + "=...: no hyperparameter '" + name +
+                          "' in the config, the hparams file or the code's defaults" + did_you_mean(name, known) +
+                          "; to add a new one on purpose, write --hparam +" + name + "=...");
+      }
+      break;
+    }
+    node = &hparams;
     for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-      walked += (i ? "." : "") + parts[i];
       nlohmann::json& child = (*node)[parts[i]];
       if (child.is_null()) child = nlohmann::json::object();
-      if (!child.is_object()) {
-        throw ConfigError("cannot apply --hparam " + name + "=...: hyperparameter '" + walked + "' is " +
-                          describe_json(child) + ", not a mapping; override '" + walked + "' itself instead");
-      }
       node = &child;
     }
     (*node)[parts.back()] = value;

@@ -148,10 +148,14 @@ DTL_INLINE nlohmann::json merge_hparams_into(nlohmann::json base, nlohmann::json
 DTL_INLINE nlohmann::json merge_hparams(nlohmann::json base, nlohmann::json override_value);
 
 /// Applies `--hparam name=value` overrides in order (a later one wins). A dotted name sets a
-/// value inside nested mappings, creating them as needed; a key that literally contains the dots
-/// is set instead when it exists. The value replaces what was there (a mapping is not merged).
+/// value inside nested mappings; a key that literally contains the dots is set instead when it
+/// exists. The value replaces what was there (a mapping is not merged). The name must already
+/// exist — in the config, the hparams file or the code's defaults — so a misspelled one is an
+/// error with a did-you-mean, not an ignored value; a deliberate new name is written with a
+/// leading `+` (`--hparam +warmup_steps=100`, as Hydra spells it), which creates the mappings
+/// it needs.
 ///
-///     apply_overrides(hp, {{"optimizer.lr", 0.01}, {"epochs", 3}});
+///     apply_overrides(hp, {{"optimizer.lr", 0.01}, {"+epochs", 3}});
 DTL_INLINE void apply_overrides(nlohmann::json& hparams,
                                 const std::vector<std::pair<std::string, nlohmann::json>>& overrides);
 
