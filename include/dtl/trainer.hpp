@@ -224,7 +224,10 @@ class Trainer {
       else
         resume_from = resolved.template get<std::string>();
     }
-    if (resume_from) load(*resume_from);
+    if (resume_from) {
+      load(*resume_from);
+      reporter_->resumed_at(state_.batches_trained);
+    }
     ctx_.initial_batch_ = state_.batches_trained;
     summary_ = RunSummary{.start = Clock::now(), .first_batch = state_.batches_trained};
 

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace {
@@ -253,4 +254,61 @@ TEST_CASE("an error from inside LibTorch is one line; DTL_BACKTRACE=1 keeps c10'
   ::setenv("DTL_BACKTRACE", "1", 1);
   CHECK(dtl::detail::error_line(what) == what);
   ::unsetenv("DTL_BACKTRACE");
+}
+
+TEST_CASE("after a resume, metrics.jsonl holds each step once; the interrupted run's later records are set aside") {
+  Record rec;
+  auto opts = test::init_options("metrics_resume", 4, 0.01);
+  const auto run_dir = opts.run_dir->string();
+  const auto metrics = *opts.run_dir / "metrics.jsonl";
+  const auto aside = *opts.run_dir / "metrics.superseded.jsonl";
+  std::filesystem::path at4;
+  {  // the "interrupted" run: reports every 2 batches, checkpoints every 4, reaches 10
+    auto ctx = dtl::init(opts);
+    LinearTrial trial(ctx, rec, {});
+    dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{10},
+                                  .validation_period = dtl::Batch{4},
+                                  .checkpoint_period = dtl::Batch{4},
+                                  .quiet = true});
+    for (const auto& e : std::filesystem::directory_iterator(*opts.run_dir / "checkpoints"))
+      if (e.is_directory() && read_json(e.path() / "metadata.json")["steps_completed"] == 4) at4 = e.path();
+  }
+  REQUIRE_FALSE(at4.empty());
+  std::ofstream(metrics, std::ios::app) << "{\"type\":\"training\",\"steps_com";  // a line torn by a kill
+  const auto steps_of = [](const std::filesystem::path& p) {
+    std::vector<std::pair<std::string, std::int64_t>> out;
+    std::ifstream in(p);
+    for (std::string line; std::getline(in, line);) {
+      const auto j = nlohmann::json::parse(line);
+      out.emplace_back(j.value("type", "?"), j.value("steps_completed", std::int64_t{-1}));
+    }
+    return out;
+  };
+  const auto before = steps_of(aside);
+  CHECK(before.empty());
+  {  // resumed from the checkpoint at 4, to 12
+    const char* argv[] = {"hardening_test", "--run-dir", run_dir.c_str(), "--resume", at4.c_str()};
+    auto ctx = dtl::init(5, argv, opts);
+    LinearTrial trial(ctx, rec, {});
+    dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{12},
+                                  .validation_period = dtl::Batch{4},
+                                  .checkpoint_period = dtl::Batch{4},
+                                  .quiet = true});
+  }
+  const auto now = steps_of(metrics);
+  std::map<std::pair<std::string, std::int64_t>, int> count;
+  for (const auto& s : now) ++count[s];
+  for (const auto& [s, n] : count) {
+    CAPTURE(s.first);
+    CAPTURE(s.second);
+    CHECK(n == 1);
+  }
+  CHECK(count.contains({"validation", 4}));
+  CHECK(count.contains({"validation", 12}));
+  const auto set_aside = steps_of(aside);
+  CHECK(set_aside.size() >= 4);  // training at 6, 8, 10 (or as reported) and validation at 8, and the torn line
+  for (const auto& s : set_aside) CHECK((s.second > 4 || s.first == "?"));
+  std::ifstream in(aside);
+  for (std::string line; std::getline(in, line);) CHECK(nlohmann::json::parse(line)["superseded_at_resume"] == 4);
+  std::filesystem::remove_all(*opts.run_dir);
 }

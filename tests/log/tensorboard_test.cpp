@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -17,11 +18,13 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <random>
 #include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <doctest/doctest.h>
@@ -121,6 +124,33 @@ using test_support::python;
 bool have_python() { return ::access(python().c_str(), X_OK) == 0; }
 
 std::string no_python_note() { return python() + " not found: the independent decoder's checks are skipped"; }
+
+/// Why TensorBoard's own reader cannot run here (no python, or no tensorboard package), if so.
+std::optional<std::string> event_accumulator_missing() {
+  if (!have_python()) return no_python_note();
+  const auto probe = test_support::run_command(test_support::shell_quote(python()) +
+                                               " -c 'import tensorboard.backend.event_processing.event_accumulator'");
+  if (probe.status != 0)
+    return "skipped: " + python() + " cannot import tensorboard (scripts/setup.sh --tests installs it in .venv)";
+  return std::nullopt;
+}
+
+/// What `body` prints as JSON, run after `acc` (TensorBoard's EventAccumulator) has loaded `dir`.
+json read_with_event_accumulator(const std::filesystem::path& dir, const std::string& body) {
+  const std::string script =
+      "import json, math, sys\n"
+      "from tensorboard.backend.event_processing.event_accumulator import EventAccumulator\n"
+      "acc = EventAccumulator(sys.argv[1], size_guidance={'scalars': 0})\n"
+      "acc.Reload()\n" +
+      body;
+  const auto r = test_support::run_command(test_support::shell_quote(python()) + " -c " +
+                                           test_support::shell_quote(script) + " " +
+                                           test_support::shell_quote(dir.string()));
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  const auto start = r.output.find_first_of("[{");
+  REQUIRE_MESSAGE(start != std::string::npos, r.output);
+  return json::parse(r.output.substr(start));
+}
 
 struct Decoded {
   int status = -1;
@@ -355,14 +385,8 @@ TEST_SUITE("tensorboard") {
   }
 
   TEST_CASE("TensorBoard's own reader (its EventAccumulator) reads dtl's event files") {
-    if (!have_python()) {
-      MESSAGE(no_python_note());
-      return;
-    }
-    const auto probe = test_support::run_command(test_support::shell_quote(python()) +
-                                                 " -c 'import tensorboard.backend.event_processing.event_accumulator'");
-    if (probe.status != 0) {
-      MESSAGE("skipped: " << python() << " cannot import tensorboard (scripts/setup.sh --tests installs it in .venv)");
+    if (const auto why = event_accumulator_missing()) {
+      MESSAGE(*why);
       return;
     }
     TempDir tmp;
@@ -375,19 +399,11 @@ TEST_SUITE("tensorboard") {
       w.add_scalar("lr", 1e-5, 300);
       w.add_scalar("nan", std::numeric_limits<double>::quiet_NaN(), 7);
     }
-    const std::string script =
-        "import json, math, sys\n"
-        "from tensorboard.backend.event_processing.event_accumulator import EventAccumulator\n"
-        "acc = EventAccumulator(sys.argv[1], size_guidance={'scalars': 0})\n"
-        "acc.Reload()\n"
+    const auto read = read_with_event_accumulator(
+        dir,
         "out = {t: [[e.step, 'nan' if math.isnan(e.value) else e.value] for e in acc.Scalars(t)]\n"
         "       for t in acc.Tags()['scalars']}\n"
-        "print(json.dumps(out, sort_keys=True))";
-    const auto r = test_support::run_command(test_support::shell_quote(python()) + " -c " +
-                                             test_support::shell_quote(script) + " " +
-                                             test_support::shell_quote(dir.string()));
-    REQUIRE_MESSAGE(r.status == 0, r.output);
-    const auto read = json::parse(r.output.substr(r.output.find('{')));
+        "print(json.dumps(out, sort_keys=True))");
     const json expected = {{"Determined/accuracy", {{10, as_float32(0.75)}}},
                            {"Determined/loss", {{10, as_float32(0.25)}, {20, as_float32(0.125)}}},
                            {"Determined/val_acc", {{20, as_float32(0.9)}}},
@@ -395,6 +411,29 @@ TEST_SUITE("tensorboard") {
                            {"lr", {{300, as_float32(1e-5)}}},
                            {"nan", {{7, "nan"}}}};
     CHECK(read == expected);
+  }
+
+  TEST_CASE("purge_step: TensorBoard's reader drops the earlier files' events from that step on") {
+    if (const auto why = event_accumulator_missing()) {
+      MESSAGE(*why);
+      return;
+    }
+    TempDir tmp;
+    const fs::path dir = tmp.path / "tb";
+    {  // the interrupted run: steps 1..6, its last checkpoint at 3
+      dtl::SummaryWriter w(dir);
+      for (int step = 1; step <= 6; ++step) w.add_scalar("Determined/loss", step, step);
+    }
+    // The resumed run's file sorts after it (event file names start with the second).
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    {
+      dtl::SummaryWriter w(dir);
+      w.purge_step(4);
+      for (int step = 4; step <= 6; ++step) w.add_scalar("Determined/loss", 10 * step, step);
+    }
+    const auto read =
+        read_with_event_accumulator(dir, "print(json.dumps([[e.step, e.value] for e in acc.Scalars('Determined/loss')]))");
+    CHECK(read == json{{1, 1.0}, {2, 2.0}, {3, 3.0}, {4, 40.0}, {5, 50.0}, {6, 60.0}});  // each step once
   }
 
   TEST_CASE("the decoder rejects a corrupted byte anywhere, and a truncated file") {

@@ -25,6 +25,60 @@ DTL_INLINE Reporter::Reporter(const std::filesystem::path& run_dir, bool is_chie
   out_.open(path_, std::ios::app);
   if (!out_) throw std::runtime_error("dtl: cannot write " + path_.string());
   if (options.tensorboard) tb_.emplace(*options.tensorboard);
+  tensorboard_ = options.tensorboard;
+}
+
+DTL_INLINE void Reporter::resumed_at(std::int64_t steps) {
+  if (!chief_) return;
+  if (tensorboard_) tensorboard_->purge_step(steps + 1);
+  out_.close();
+  std::string kept, superseded, line;
+  std::int64_t moved = 0;
+  {
+    std::ifstream in(path_);
+    while (std::getline(in, line)) {
+      if (line.empty()) continue;
+      auto rec = nlohmann::ordered_json::parse(line, nullptr, false);
+      const bool readable = !rec.is_discarded() && rec.is_object();
+      const auto* step = readable && rec.contains("steps_completed") ? &rec["steps_completed"] : nullptr;
+      if (step && step->is_number_integer() && step->get<std::int64_t>() <= steps) {
+        kept += line;
+        kept += '\n';
+        continue;
+      }
+      nlohmann::ordered_json aside;
+      if (readable) {
+        aside = std::move(rec);
+        aside["superseded_at_resume"] = steps;
+      } else {
+        aside = {{"superseded_at_resume", steps}, {"unreadable", line}};
+      }
+      superseded += aside.dump() + '\n';
+      ++moved;
+    }
+  }
+  if (moved > 0) {
+    // Set aside first, then metrics.jsonl replaced in one rename: a crash between the two leaves a
+    // record in both files, never in neither.
+    const auto aside_path = path_.parent_path() / "metrics.superseded.jsonl";
+    std::ofstream aside(aside_path, std::ios::app);
+    aside << superseded;
+    aside.flush();
+    if (!aside) throw std::runtime_error("dtl: cannot write " + aside_path.string());
+    auto tmp = path_;
+    tmp += ".tmp";
+    {
+      std::ofstream t(tmp, std::ios::trunc);
+      t << kept;
+      t.flush();
+      if (!t) throw std::runtime_error("dtl: cannot write " + tmp.string());
+    }
+    std::filesystem::rename(tmp, path_);
+    note("resumed at batch " + std::to_string(steps) + ": " + std::to_string(moved) +
+         " record(s) of metrics.jsonl after it, from the interrupted run, moved to " + aside_path.string());
+  }
+  out_.open(path_, std::ios::app);
+  if (!out_) throw std::runtime_error("dtl: cannot write " + path_.string());
 }
 
 DTL_INLINE void Reporter::start_training(std::optional<std::int64_t> total, std::int64_t done) {

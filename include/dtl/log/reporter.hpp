@@ -61,6 +61,15 @@ class Reporter {
   DTL_INLINE void validation(std::int64_t steps, std::int64_t epochs, const MetricsJson& metrics,
                              const WorkloadTiming& t);
 
+  /// A run resumed at `steps` batches: the records of metrics.jsonl after that step (the interrupted
+  /// run's, from between its last checkpoint and its end, about to be written again) move to
+  /// metrics.superseded.jsonl, each with `"superseded_at_resume": steps` added (an unreadable line —
+  /// torn by a kill — as `{"superseded_at_resume": steps, "unreadable": line}`), so that
+  /// metrics.jsonl holds each step once, as Determined's master rolls back metrics above a
+  /// resumed trial's step. TensorBoard is told to drop the events after `steps`
+  /// (SummaryWriter::purge_step).
+  DTL_INLINE void resumed_at(std::int64_t steps);
+
   DTL_INLINE void note(const std::string& text);
   /// Also printed when quiet: something the user must see (a data position that could not be
   /// restored, a fallback).
@@ -76,6 +85,7 @@ class Reporter {
   bool chief_;
   bool quiet_;
   std::optional<BatchMetricWriter> tb_;
+  SummaryWriter* tensorboard_ = nullptr;
   std::optional<ProgressLine> train_progress_;
   std::optional<ProgressLine> val_progress_;
   std::filesystem::path path_;

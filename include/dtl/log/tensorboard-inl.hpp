@@ -85,6 +85,16 @@ DTL_INLINE std::string encode_file_version_event(double wall_time, std::string_v
   return out;
 }
 
+DTL_INLINE std::string encode_session_start_event(double wall_time, std::int64_t step) {
+  std::string log;
+  append_varint_field(log, session_log_status, session_log_start);
+  std::string out;
+  append_double_field(out, event_wall_time, wall_time);
+  append_varint_field(out, event_step, static_cast<std::uint64_t>(step));
+  append_bytes_field(out, event_session_log, log);
+  return out;
+}
+
 DTL_INLINE void seal_record(char* p, std::size_t length) {
   put_fixed64(p, length);
   put_fixed32(p + 8, mask_crc32c(crc32c(std::string_view(p, 8))));

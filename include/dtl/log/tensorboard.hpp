@@ -191,6 +191,9 @@ inline constexpr std::uint32_t event_wall_time = 1;     // double
 inline constexpr std::uint32_t event_step = 2;          // int64
 inline constexpr std::uint32_t event_file_version = 3;  // string
 inline constexpr std::uint32_t event_summary = 5;       // Summary
+inline constexpr std::uint32_t event_session_log = 7;   // SessionLog
+inline constexpr std::uint32_t session_log_status = 1;  // enum SessionStatus
+inline constexpr std::uint64_t session_log_start = 1;   // SessionStatus.START
 inline constexpr std::uint32_t summary_value = 1;       // repeated Summary.Value
 inline constexpr std::uint32_t value_tag = 1;           // string
 inline constexpr std::uint32_t value_simple_value = 2;  // float (in a oneof: written even when 0)
@@ -220,6 +223,11 @@ DTL_INLINE std::string encode_scalar_event(double wall_time, std::int64_t step, 
 /// `encode_file_version_event(now)` carries `"brain.Event:2"`.
 DTL_INLINE std::string encode_file_version_event(double wall_time,
                                                  std::string_view file_version = event_file_version_string);
+
+/// The serialized `Event{wall_time, step, session_log{status: START}}`: TensorBoard's reader
+/// then drops every event of the directory's earlier files at `step` or later (torch's
+/// `SummaryWriter(purge_step=step)` writes the same).
+DTL_INLINE std::string encode_session_start_event(double wall_time, std::int64_t step);
 
 // TFRecord framing: [u64 LE length][masked crc32c of those 8 bytes][data][masked crc32c of data].
 inline constexpr std::size_t record_header_size = 12;
@@ -396,6 +404,15 @@ class SummaryWriter {
     const double now = detail::unix_seconds();
     for (const auto& [name, value] : metrics)  // tensorboard::validation_tag without its string
       add_scalar_parts(name.starts_with("val") ? tensorboard::tag_prefix : val_prefix, name, value, step, now, now);
+  }
+
+  /// TensorBoard drops, from this log directory's earlier event files, every event at `step` or
+  /// later, as after torch's `SummaryWriter(purge_step=step)`. A resumed run calls it with the first
+  /// step it writes again, so that each step shows once. Flushed at once.
+  void purge_step(std::int64_t step) {
+    if (fd_ < 0) return;
+    detail::append_record(buffer_, detail::encode_session_start_event(detail::unix_seconds(), step));
+    flush();
   }
 
   /// Writes every buffered record (this writer's and its add_scalars runs') to disk.
