@@ -367,6 +367,19 @@ TEST_CASE("configure_apex_amp: gradients equal the unscaled ones; O0 is float32;
   CHECK((dtype_static == torch::kBFloat16));
   CHECK(state_static["loss_scaler0"]["loss_scale"] == 128.0);
   CHECK(state_static["loss_scaler1"]["loss_scale"] == 128.0);
+  {  // apex's static scaler counts every update as unskipped, an overflowing one included (only a
+     // dynamic one resets the count); dtl still skips that step, where apex would apply it
+    auto o = test::init_options("apex", 8, 0.05);
+    o.run_dir = base / "static_overflow";
+    auto ctx = dtl::init(o);
+    TwoLossTrial trial(ctx, {.loss_scale = 128.0, .num_losses = 2}, /*poison=*/2);
+    dtl::Trainer(trial, ctx).fit(fit);
+    const auto st = amp_state_of(base / "static_overflow");
+    CHECK(st["loss_scaler1"]["loss_scale"] == 128.0);
+    CHECK(st["loss_scaler1"]["unskipped"] == 4);
+    CHECK(st["loss_scaler0"]["unskipped"] == 4);
+    CHECK(torch::isfinite(trial.b_->weight).all().item<bool>());
+  }
   // Scaling is exact for powers of two: O1 with a static scale of 2^7 trains exactly as O1 with
   // scale 1 (O3), i.e. the unscaled gradients reached the optimizers.
   const auto [dtype3, state3, w3] = run("o3", {.opt_level = "O3", .num_losses = 2});

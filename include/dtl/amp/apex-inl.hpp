@@ -8,6 +8,9 @@
 
 #include <dtl/amp/apex.hpp>
 
+#include <cstdint>
+#include <limits>
+
 namespace dtl::inline DTL_ABI::detail {
 
 DTL_INLINE ApexAmp::ApexAmp(const ApexAmpOptions& o,
@@ -32,15 +35,19 @@ DTL_INLINE ApexAmp::ApexAmp(const ApexAmpOptions& o,
     static_scale = *v;
   }
   scaling_ = autocast_ && (dynamic || static_scale != 1.0);
+  dynamic_ = dynamic;
   GradScalerOptions so;
   if (dynamic) {
     so.init_scale = std::min(65536.0, o.max_loss_scale);
     so.min_scale = o.min_loss_scale;
     so.max_scale = o.max_loss_scale;
   } else {
+    // apex's LossScaler.update_scale when not dynamic: the scale never moves and `unskipped`
+    // counts every update, an overflowing one included, without ever resetting.
     so.init_scale = static_scale;
     so.growth_factor = 1.0;
     so.backoff_factor = 1.0;
+    so.growth_interval = std::numeric_limits<std::int32_t>::max();
   }
   for (std::int64_t i = 0; i < num_losses_; ++i) scalers_.emplace_back(so);
   used_.assign(static_cast<std::size_t>(num_losses_), false);
@@ -107,7 +114,7 @@ DTL_INLINE void ApexAmp::end_update_batch() {
   if (!scaling_) return;
   for (std::size_t i = 0; i < scalers_.size(); ++i) {
     if (!used_[i]) continue;
-    scalers_[i].update_scale(overflow_[i]);
+    scalers_[i].update_scale(dynamic_ && overflow_[i]);  // the overflowing step itself is skipped either way
     used_[i] = overflow_[i] = false;
   }
 }

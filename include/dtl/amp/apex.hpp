@@ -73,6 +73,7 @@ class ApexAmp {
   std::optional<torch::ScalarType> dtype_;
   bool autocast_ = false;
   bool scaling_ = false;
+  bool dynamic_ = false;  // apex's `dynamic`: only a dynamic scaler backs off, grows and resets its count
   std::vector<GradScaler> scalers_;
   std::vector<bool> used_, overflow_;
   std::vector<torch::Tensor> params_, stash_;
