@@ -197,6 +197,13 @@ DTL_INLINE void PyTorchTrialContext::begin_train_batch(std::int64_t batch_idx) {
   }
 }
 
+DTL_INLINE nlohmann::json PyTorchTrialContext::rank_fingerprint() const {
+  return {{"dtl", std::string(DTL_VERSION_STRING) + " (" + DTL_ABI_STRING + ")"},
+          {"libtorch", TORCH_VERSION},
+          {"hparams", s_.hparams},
+          {"config", s_.config ? s_.config->raw : nlohmann::json()}};
+}
+
 DTL_INLINE void PyTorchTrialContext::broadcast_model_state() {
   if (!s_.distributed.connected()) return;
   for (const auto& m : models_) detail::broadcast_tensors(s_.distributed, model_state_tensors(*m));

@@ -23,6 +23,7 @@
 #include <dtl/lr_scheduler.hpp>
 #include <dtl/metric_reducer.hpp>
 #include <dtl/profiler.hpp>
+#include <dtl/version.hpp>
 #include <dtl/units.hpp>
 
 #include <nlohmann/json.hpp>
@@ -118,6 +119,7 @@ class PyTorchTrialContext {
       base = model;
     base->to(s_.device);
     if (s_.distributed.connected()) {
+      detail::check_ranks_agree(s_.distributed, rank_fingerprint(), models_.size(), *base);
       ModelSync sync{options, nullptr, {}};
       detail::broadcast_tensors(s_.distributed, model_state_tensors(*base));
       std::vector<std::pair<std::string, torch::Tensor>> named;
@@ -402,6 +404,8 @@ class PyTorchTrialContext {
   /// Determined's LR auto-stepping after train_batch (semantics §2.5).
   DTL_INLINE void step_lr_schedulers(std::int64_t b);
 
+  /// What every rank of a distributed run must agree on (detail::check_ranks_agree).
+  [[nodiscard]] DTL_INLINE nlohmann::json rank_fingerprint() const;
   /// Parameters then buffers, in the module's order (what rank 0 broadcasts).
   DTL_INLINE static std::vector<torch::Tensor> model_state_tensors(torch::nn::Module& m);
 

@@ -5,7 +5,8 @@
 // its last validation metrics and the custom reducers' results.
 //   dist_child --run-dir DIR --max-length batches=N [--hparam dropout=0.2] [--resume latest]
 // Environment: DTL_TEST_AGG (aggregation frequency), DTL_TEST_SLEEP_MS (per batch),
-// DTL_TEST_FAIL_AT (this rank throws at that batch), DTL_TEST_FAIL_RANK.
+// DTL_TEST_FAIL_AT (this rank throws at that batch), DTL_TEST_FAIL_RANK, DTL_TEST_RANK1_ARGS
+// (arguments only rank 1 gets).
 #include <dtl/trainer.hpp>
 
 #include "../support/t10_reducers.hpp"
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <numeric>
+#include <sstream>
 #include <thread>
 
 namespace {
@@ -44,8 +46,9 @@ class DistTrial : public dtl::PyTorchTrial<DistTrial> {
   explicit DistTrial(dtl::PyTorchTrialContext& ctx) : ctx_(ctx) {
     const double dropout = ctx.get_hparams().value("dropout", 0.0);
     torch::manual_seed(5 + static_cast<std::uint64_t>(ctx.distributed().rank));  // different on purpose: rank 0's wins
-    model_ = torch::nn::Sequential(torch::nn::Linear(6, 16), torch::nn::Tanh(), torch::nn::Dropout(dropout),
-                                   torch::nn::Linear(16, 1));
+    const auto hidden = ctx.get_hparam<std::int64_t>("hidden");
+    model_ = torch::nn::Sequential(torch::nn::Linear(6, hidden), torch::nn::Tanh(), torch::nn::Dropout(dropout),
+                                   torch::nn::Linear(hidden, 1));
     if (ctx.get_hparams().value("unused", false))  // a parameter forward never uses
       model_->register_parameter("unused_bias", torch::zeros({3}));
     const auto& hp = ctx.get_hparams();
@@ -176,9 +179,21 @@ int main(int argc, char** argv) {
     return ddp_parity(parity);
   }
   try {
-    dtl::InitOptions opts{.hparams = {{"global_batch_size", 8}}};
+    // The code's defaults of every hyperparameter the tests set with --hparam (a name nothing
+    // defines is an error).
+    dtl::InitOptions opts{
+        .hparams = {{"global_batch_size", 8}, {"dropout", 0.0}, {"unused", false}, {"find_unused", false}, {"hidden", 16}}};
     opts.aggregation_frequency = env_or("DTL_TEST_AGG", 1);
-    auto ctx = dtl::init(argc, argv, opts);
+    // DTL_TEST_RANK1_ARGS: more arguments for rank 1 only (ranks that disagree).
+    std::vector<std::string> args(argv, argv + argc);
+    const char* rank = std::getenv("RANK");
+    if (const char* extra = std::getenv("DTL_TEST_RANK1_ARGS"); extra && rank && std::string(rank) == "1") {
+      std::istringstream words(extra);
+      for (std::string w; words >> w;) args.push_back(w);
+    }
+    std::vector<const char*> argv2;
+    for (const auto& a : args) argv2.push_back(a.c_str());
+    auto ctx = dtl::init(static_cast<int>(argv2.size()), argv2.data(), opts);
     DistTrial trial(ctx);
     dtl::Trainer trainer(trial, ctx);
     trainer.fit({.max_length = dtl::Batch{24},

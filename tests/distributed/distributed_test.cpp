@@ -269,6 +269,37 @@ TEST_CASE("a rank that throws: every rank exits non-zero, naming the failed rank
   fs::remove_all(root);
 }
 
+TEST_CASE("ranks that disagree (hyperparameters, model shapes) stop at wrap_model, every one naming what differs") {
+  const auto root = test::temp_run_dir("dist-disagree");
+  fs::create_directories(root);
+  {  // another hyperparameter on rank 1
+    Launch l{root / "hp", base_args(8), {{"DTL_TEST_RANK1_ARGS", "--hparam dropout=0.5"}}};
+    const auto t0 = Clock::now();
+    const auto rc = run_ranks(2, l);
+    CHECK(Clock::now() - t0 < std::chrono::seconds(60));
+    CHECK(rc[0] == 1);
+    CHECK(rc[1] == 1);
+    for (const auto* log : {"hp.rank0.log", "hp.rank1.log"}) {
+      const auto text = slurp(root / log);
+      CHECK_MESSAGE(text.find("the ranks disagree, so they cannot train together: rank 1 has other hyperparameters: "
+                              "dropout = 0.5 (rank 0: 0.0)") != std::string::npos,
+                    text);
+    }
+  }
+  {  // another model: a hidden layer of 8 on rank 1 (its hyperparameter differs too)
+    Launch l{root / "model", base_args(8), {{"DTL_TEST_RANK1_ARGS", "--hparam hidden=8"}}};
+    const auto rc = run_ranks(2, l);
+    CHECK(rc[0] == 1);
+    CHECK(rc[1] == 1);
+    const auto text = slurp(root / "model.rank0.log");
+    CHECK_MESSAGE(text.find("rank 1 has another model 0 (wrap_model's 1st call): 0.weight [8,6] Float where rank 0 "
+                            "has 0.weight [16,6] Float") != std::string::npos,
+                  text);
+    CHECK(text.find("hidden = 8 (rank 0: 16)") != std::string::npos);
+  }
+  fs::remove_all(root);
+}
+
 TEST_CASE("a rank killed mid-run: the survivor exits non-zero within the timeout, saying a peer was lost") {
   const auto root = test::temp_run_dir("dist-kill");
   fs::create_directories(root);

@@ -25,5 +25,9 @@
 #define DTL_ABI_NAME(mode, torch) DTL_ABI_NAME2(mode, torch)
 /// The inline namespace's name: `namespace dtl::inline DTL_ABI { ... }`.
 #define DTL_ABI DTL_ABI_NAME(DTL_ABI_MODE, DTL_ABI_TORCH)
+#define DTL_ABI_STR2(x) #x
+#define DTL_ABI_STR(x) DTL_ABI_STR2(x)
+/// The same as a string literal, e.g. "v0_header_only_torch2".
+#define DTL_ABI_STRING DTL_ABI_STR(DTL_ABI)
 
 #endif  // DTL_DETAIL_ABI_HPP

@@ -11,6 +11,77 @@
 
 namespace dtl::inline DTL_ABI::detail {
 
+namespace {
+/// `a` vs the chief's `b` (two JSON mappings), as "k = v (rank 0: w)" for each key that differs.
+std::string mapping_difference(const nlohmann::json& a, const nlohmann::json& b) {
+  std::string out;
+  const auto add = [&](const std::string& k, const nlohmann::json& mine, const nlohmann::json& chief) {
+    auto show = [](const nlohmann::json& v) {
+      auto t = v.is_null() ? std::string("(none)") : v.dump();
+      return t.size() > 60 ? t.substr(0, 57) + "..." : t;
+    };
+    out += (out.empty() ? "" : ", ") + k + " = " + show(mine) + " (rank 0: " + show(chief) + ")";
+  };
+  if (!a.is_object() || !b.is_object()) {
+    add("(all)", a, b);
+    return out;
+  }
+  for (const auto& [k, v] : a.items())
+    if (!b.contains(k) || b.at(k) != v) add(k, v, b.value(k, nlohmann::json()));
+  for (const auto& [k, v] : b.items())
+    if (!a.contains(k)) add(k, nullptr, v);
+  return out;
+}
+
+/// The first parameter or buffer where model `a` differs from the chief's `b`.
+std::string model_difference(const nlohmann::json& a, const nlohmann::json& b) {
+  const auto show = [](const nlohmann::json& e) {
+    return e.at(0).get<std::string>() + " " + e.at(1).dump() + " " + e.at(2).get<std::string>();
+  };
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    if (a[i] != b[i]) return show(a[i]) + " where rank 0 has " + show(b[i]);
+  return std::to_string(a.size()) + " parameters and buffers where rank 0 has " + std::to_string(b.size());
+}
+}  // namespace
+
+DTL_INLINE void check_ranks_agree(const DistributedContext& dist, const nlohmann::json& run, std::size_t index,
+                                  const torch::nn::Module& model) {
+  nlohmann::json mine = run;
+  auto& entries = mine["model"] = nlohmann::json::array();
+  const auto add = [&](const std::string& name, const torch::Tensor& t) {
+    entries.push_back({name, t.sizes().vec(), std::string(c10::toString(t.scalar_type()))});
+  };
+  for (const auto& p : model.named_parameters()) add(p.key(), p.value());
+  for (const auto& b : model.named_buffers()) add(b.key(), b.value());
+  const auto all = dist.allgather(mine);
+  const auto& chief = all.at(0);
+  std::string problems;
+  for (std::size_t r = 1; r < all.size(); ++r) {
+    const auto& o = all[r];
+    const auto note = [&](const std::string& what) {
+      problems += (problems.empty() ? "" : "; ") + ("rank " + std::to_string(r) + " " + what);
+    };
+    for (const char* k : {"dtl", "libtorch"})
+      if (o.value(k, nlohmann::json()) != chief.value(k, nlohmann::json()))
+        note(std::string("runs ") + k + " " + o.value(k, nlohmann::json()).dump() + " (rank 0: " +
+             chief.value(k, nlohmann::json()).dump() + ")");
+    if (o.value("hparams", nlohmann::json()) != chief.value("hparams", nlohmann::json()))
+      note("has other hyperparameters: " +
+           mapping_difference(o.value("hparams", nlohmann::json()), chief.value("hparams", nlohmann::json())));
+    if (o.value("config", nlohmann::json()) != chief.value("config", nlohmann::json()))
+      note("has another experiment config: " +
+           mapping_difference(o.value("config", nlohmann::json()), chief.value("config", nlohmann::json())));
+    if (o.at("model") != chief.at("model"))
+      note("has another model " + std::to_string(index) + " (wrap_model's " + std::to_string(index + 1) +
+           (index == 0 ? "st" : index == 1 ? "nd" : index == 2 ? "rd" : "th") +
+           " call): " + model_difference(o.at("model"), chief.at("model")));
+  }
+  if (!problems.empty())
+    throw ConfigError("dtl: the ranks disagree, so they cannot train together: " + problems +
+                      ". Every rank must run the same program (the same dtl and LibTorch) with the same config, "
+                      "--hparams/--hparam flags and models");
+}
+
 DTL_INLINE void broadcast_tensors(const DistributedContext& dist, const std::vector<torch::Tensor>& tensors) {
   if (!dist.connected() || tensors.empty()) return;
   torch::NoGradGuard no_grad;

@@ -56,6 +56,14 @@ namespace detail {
 /// The flat parameters and buffers of a module, per dtype, overwritten with the chief's.
 DTL_INLINE void broadcast_tensors(const DistributedContext& dist, const std::vector<torch::Tensor>& tensors);
 
+/// Before a model's first collective (wrap_model's broadcast): every rank sends what must agree —
+/// `run` (dtl's and LibTorch's versions, the hyperparameters, the experiment config) and model
+/// `index`'s parameter and buffer names, shapes and dtypes — in one small allgather. Ranks that
+/// disagree would train on silently, or fail deep inside Gloo on mismatched sizes; here every rank
+/// throws the same ConfigError naming what differs on which rank.
+DTL_INLINE void check_ranks_agree(const DistributedContext& dist, const nlohmann::json& run, std::size_t index,
+                                  const torch::nn::Module& model);
+
 /// Averages a module's gradients across ranks, bucket by bucket, from autograd hooks.
 class GradientSynchronizer {
  public:
