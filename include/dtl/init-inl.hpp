@@ -55,9 +55,23 @@ DTL_INLINE void terminate_with_error_line() noexcept {
 }
 
 DTL_INLINE void install_stop_signal_handlers() {
+  // Async-signal-safe only: lock-free atomics, write(2), signal, raise.
   auto handler = +[](int sig) {
-    stop_signal_flag().store(sig);
-    std::signal(sig, SIG_DFL);
+    static std::atomic<int> received{0};
+    const int n = received.fetch_add(1) + 1;
+    int none = 0;
+    stop_signal_flag().compare_exchange_strong(none, sig);  // the first signal names the exit status
+    if (n == 1) {
+      // Under torchrun one Ctrl-C arrives twice (from the terminal's process group, then forwarded
+      // as SIGTERM by torchrun), so the second signal is not the user's second press.
+      static constexpr char note[] =
+          "\n[dtl] stop requested: a checkpoint at the next workload boundary, then exit "
+          "(a third Ctrl-C stops at once, without it)\n";
+      [[maybe_unused]] const auto written = ::write(2, note, sizeof note - 1);
+    } else if (n >= 3) {
+      std::signal(sig, SIG_DFL);
+      std::raise(sig);
+    }
   };
   std::signal(SIGINT, handler);
   std::signal(SIGTERM, handler);

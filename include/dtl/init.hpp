@@ -15,6 +15,8 @@
 #include <dtl/distributed/options.hpp>
 #include <dtl/errors.hpp>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -76,7 +78,9 @@ DTL_INLINE std::atomic<int>& preempted_by_signal();
 [[nodiscard]] DTL_INLINE std::string error_line(std::string_view what);
 
 /// SIGINT / SIGTERM ask for a graceful stop: the Trainer checkpoints at the next workload
-/// boundary and returns. A second signal kills the process as usual.
+/// boundary and returns. A second signal changes nothing (under torchrun one Ctrl-C reaches a rank
+/// twice: from the terminal's process group, and forwarded by torchrun); a third kills the process
+/// as usual.
 /// A run they stopped exits with status 128 + signal (130, 143) once main returns; a stop a
 /// callback requested still exits 0.
 DTL_INLINE void install_stop_signal_handlers();

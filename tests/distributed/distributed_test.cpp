@@ -485,6 +485,58 @@ TEST_CASE("gradients averaged as PyTorch's DDP does, bit for bit, on 2 and 3 ran
   fs::remove_all(root);
 }
 
+TEST_CASE("Ctrl-C to a torchrun launch (SIGINT to its process group): every rank checkpoints and exits 130; resume continues") {
+  if (!have_torchrun()) {
+    MESSAGE("torchrun not available (" << *test_support::python_torch_missing() << "): skipped");
+    return;
+  }
+  const auto root = test::temp_run_dir("dist-ctrl-c");
+  fs::create_directories(root);
+  const auto run = root / "run";
+  const auto launch = [&](const std::string& name, std::vector<std::string> more) {
+    auto cmd = torchrun({"--redirects", "9:1", "--tee", "9:1", "--nproc_per_node=2",
+                         "--master_port=" + std::to_string(free_port()), "--no_python", DTL_DIST_CHILD, "--run-dir",
+                         run.string()});
+    auto extra = base_args(8);
+    cmd.insert(cmd.end(), extra.begin(), extra.end());
+    cmd.insert(cmd.end(), more.begin(), more.end());
+    return spawn(cmd, {{"DTL_TEST_SLEEP_MS", "25"}}, root / (name + ".log"));
+  };
+  // Each rank gets SIGINT from the group, then SIGTERM from torchrun, which forwards it: the
+  // second signal used to kill the ranks before their checkpoint.
+  const auto pid = launch("first", {"--max-length", "batches=2000"});
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(run / "checkpoints" / "latest") && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(fs::exists(run / "checkpoints" / "latest"));
+  ::kill(-pid, SIGINT);
+  const int rc = wait_for(pid, std::chrono::seconds(60));
+  const auto log = slurp(root / "first.log");
+  INFO(log);
+  CHECK(rc != -1);  // ended, not hung
+  // Both ranks said so once, and both returned from fit (dist_child writes rank<R>.json after it):
+  // none was killed by the second signal.
+  const auto first = log.find("[dtl] stop requested");
+  REQUIRE(first != std::string::npos);
+  CHECK(log.find("[dtl] stop requested", first + 1) != std::string::npos);
+  REQUIRE(fs::exists(run / "rank0.json"));
+  REQUIRE(fs::exists(run / "rank1.json"));
+  CHECK(rank_result(run, 0)["weights"] == rank_result(run, 1)["weights"]);
+  fs::remove(run / "rank0.json");
+  fs::remove(run / "rank1.json");
+  const auto stopped_at = nlohmann::json::parse(std::ifstream(dtl::detail::Checkpointer(run / "checkpoints")
+                                                                  .resolve("latest") /
+                                                              "metadata.json"))["steps_completed"]
+                              .get<std::int64_t>();
+  CHECK(stopped_at > 0);
+  CHECK(stopped_at < 2000);
+  // --resume latest continues from there to the end.
+  const auto again = launch("resumed", {"--max-length", "batches=" + std::to_string(stopped_at + 12), "--resume", "latest"});
+  REQUIRE_MESSAGE(wait_for(again, std::chrono::seconds(120)) == 0, slurp(root / "resumed.log"));
+  CHECK(rank_result(run, 0)["weights"] == rank_result(run, 1)["weights"]);
+  fs::remove_all(root);
+}
+
 TEST_CASE("torchrun: 2 processes on one node, and two torchrun nodes on 127.0.0.1") {
   if (!have_torchrun()) {
     MESSAGE("torchrun not available (" << *test_support::python_torch_missing() << "): skipped");
