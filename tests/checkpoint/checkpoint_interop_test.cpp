@@ -256,7 +256,7 @@ TEST_CASE("a corrupt, truncated or foreign checkpoint is a clear error, and the 
   const auto load_data_path = ckpt / "load_data.json";
   const auto load_data_text = dtl::detail::read_file(load_data_path);
   std::ofstream(load_data_path) << "{broken";
-  CHECK_THROWS_WITH_AS(resume(), doctest::Contains(load_data_path.string() + " is not a JSON object"), dtl::CheckpointError);
+  CHECK_THROWS_WITH_AS(resume(), doctest::Contains((load_data_path.string() + " is not a JSON object").c_str()), dtl::CheckpointError);
   auto load_data = nlohmann::json::parse(load_data_text);
   load_data["hparams"] = "lr=0.1";
   std::ofstream(load_data_path) << load_data.dump();
@@ -275,7 +275,7 @@ TEST_CASE("a corrupt, truncated or foreign checkpoint is a clear error, and the 
     auto state = nlohmann::json::parse(state_text);
     state["ranks"] = ranks;
     std::ofstream(state_path) << state.dump();
-    CHECK_THROWS_WITH_AS(resume(), doctest::Contains(message), dtl::CheckpointError);
+    CHECK_THROWS_WITH_AS(resume(), doctest::Contains(message.c_str()), dtl::CheckpointError);
   }
   std::ofstream(state_path) << state_text;
   // The zip's small records (the archive's version) are CRC-checked like the data.

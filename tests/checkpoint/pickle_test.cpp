@@ -233,12 +233,12 @@ TEST_CASE("pickle: reads protocol 4 (frames, MEMOIZE, STACK_GLOBAL, SHORT_BINBYT
 TEST_CASE("pickle: reads collections.Counter as its dict (MultiStepLR's milestones in a Python checkpoint)") {
   // pickle.dumps({"milestones": collections.Counter({30: 1, 80: 2})}, protocol=2), Python 3.11
   const Value v = pk::load(
-      "\x80\x02}q\x00X\n\x00\x00\x00milestonesq\x01ccollections\nCounter\nq\x02}q\x03(K\x1eK\x01KPK\x02u"
+      "\x80\x02}q\x00X\n\x00\x00\x00milestonesq\x01" "ccollections\nCounter\nq\x02}q\x03(K\x1eK\x01KPK\x02u"
       "\x85q\x04Rq\x05s."sv);
   CHECK(v == Value::dict({{"milestones", Value::dict({{30, 1}, {80, 2}})}}));
   // Counter() (no milestones) and a Counter of anything but a dict.
-  CHECK(pk::load("\x80\x02ccollections\nCounter\n)R."sv) == Value::dict());
-  const auto e = error_of([] { (void)pk::load("\x80\x02ccollections\nCounter\n]\x85R."sv); });
+  CHECK(pk::load("\x80\x02" "ccollections\nCounter\n)R."sv) == Value::dict());
+  const auto e = error_of([] { (void)pk::load("\x80\x02" "ccollections\nCounter\n]\x85R."sv); });
   CHECK(contains(e, "collections.Counter is only accepted with no arguments or one dict"));
 }
 

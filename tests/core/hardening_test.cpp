@@ -213,18 +213,18 @@ TEST_CASE("`latest` names a checkpoint of this run: a path out of it, an empty f
   REQUIRE(escape.starts_with(".."));
   for (const auto& held : {escape, other_ckpt.string()}) {
     std::ofstream(ckpts / "latest") << held << "\n";
-    CHECK_THROWS_WITH_AS(resume_latest(), doctest::Contains("holds \"" + held + "\", which is not a checkpoint directory name inside"),
+    CHECK_THROWS_WITH_AS(resume_latest(), doctest::Contains(("holds \"" + held + "\", which is not a checkpoint directory name inside").c_str()),
                          dtl::CheckpointError);
   }
   std::ofstream(ckpts / "latest", std::ios::trunc);
-  CHECK_THROWS_WITH_AS(resume_latest(), doctest::Contains((ckpts / "latest").string() + " is empty; dtl writes it as the name of one checkpoint directory"),
+  CHECK_THROWS_WITH_AS(resume_latest(), doctest::Contains(((ckpts / "latest").string() + " is empty; dtl writes it as the name of one checkpoint directory").c_str()),
                        dtl::CheckpointError);
   std::ofstream(ckpts / "latest") << "0123-not-here\n";
-  CHECK_THROWS_WITH_AS(resume_latest(), doctest::Contains("names 0123-not-here, but " + (ckpts / "0123-not-here").string() + " does not exist"),
+  CHECK_THROWS_WITH_AS(resume_latest(), doctest::Contains(("names 0123-not-here, but " + (ckpts / "0123-not-here").string() + " does not exist").c_str()),
                        dtl::CheckpointError);
   std::filesystem::remove(ckpts / "latest");
   std::filesystem::create_directories(ckpts / "latest");
-  CHECK_THROWS_WITH_AS(resume_latest(), doctest::Contains((ckpts / "latest").string() + " is not a file"),
+  CHECK_THROWS_WITH_AS(resume_latest(), doctest::Contains(((ckpts / "latest").string() + " is not a file").c_str()),
                        dtl::CheckpointError);
   CHECK(rec.batches == 4);  // none of them trained
   // An explicit --resume DIR may still point anywhere.
