@@ -100,6 +100,10 @@ examples() {  # build dir, label, python: the example programs as a user runs th
   # Validation every 50 of 100 batches: workloads end at 50 and 100, each reporting training metrics.
   check "$label:onevar_metrics_jsonl" bash -c "test \$(grep -c '\"type\":\"training\"' '$r/onevar/metrics.jsonl') -eq 2 && test \$(grep -c '\"type\":\"validation\",\"steps_completed\":100' '$r/onevar/metrics.jsonl') -eq 1"
   check "$label:onevar_bad_flag" bash -c "$b/examples/onevar --max-lenght batches=1 2>&1 | grep -q \"did you mean '--max-length'\"; test \${PIPESTATUS[0]} -eq 2"
+  # A global batch size far beyond the data is its one short batch (it was std::bad_alloc); a
+  # misspelled --hparam is an error with a did-you-mean (it was ignored).
+  check "$label:onevar_huge_batch" bash -c "$b/examples/onevar --run-dir '$r/huge' --max-length batches=2 --hparam global_batch_size=100000000000000"
+  check "$label:onevar_hparam_typo" bash -c "$b/examples/onevar --run-dir '$r/typo' --hparam learnig_rate=0.1 2>&1 | grep -q \"did you mean 'learning_rate'\"; test \${PIPESTATUS[0]} -eq 2"
   # Asking for CUDA where there is none is one line and exit status 2, in every build.
   check "$label:onevar_no_cuda" bash -c "out=\$(CUDA_VISIBLE_DEVICES= $b/examples/onevar --run-dir '$r/nocuda' --device cuda:0 2>&1); rc=\$?; echo \"\$out\"; test \$rc -eq 2 && test \$(wc -l <<<\"\$out\") -eq 1 && grep -q '^error: dtl: --device cuda:0: ' <<<\"\$out\""
   # Errors reach a main() without try/catch as one line and a documented status, never an abort:

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <ranges>
@@ -221,6 +222,26 @@ TEST_CASE("pipeline: batch drop_last and shuffled batches keep their contents") 
   auto got = take(p);
   std::ranges::sort(got);
   CHECK(got == batches{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8}});
+}
+
+TEST_CASE("pipeline: a batch far larger than the data is its one short batch, and allocates no more") {
+  // 10^14 indices would be 800 TB: it used to end in std::bad_alloc (a global_batch_size typo).
+  constexpr std::int64_t huge = 100'000'000'000'000;
+  auto p = sequential(5) | shuffle(3) | batch(huge);
+  CHECK(p.size() == 1);
+  auto got = take(p);
+  REQUIRE(got.size() == 1);
+  std::ranges::sort(got[0]);
+  CHECK(got[0] == indices{0, 1, 2, 3, 4});
+  auto dropped = sequential(5) | batch(huge, true);
+  CHECK(dropped.size() == 0);
+  CHECK(take(dropped).empty());
+  // Above a repeat() a batch spans epochs and takes all its indices: a size that cannot be held is
+  // a DataError naming it.
+  auto spanning = sequential(3) | repeat() | batch(7);
+  CHECK(take(spanning, 1) == batches{{0, 1, 2, 0, 1, 2, 0}});
+  CHECK_THROWS_AS(static_cast<void>(sequential(3) | repeat() | batch(std::numeric_limits<std::int64_t>::max())),
+                  dtl::DataError);
 }
 
 TEST_CASE("pipeline: a user's index range as the source") {

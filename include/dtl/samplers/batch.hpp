@@ -4,7 +4,9 @@
 
 #include <dtl/detail/abi.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,8 +41,7 @@ template <IndexNode U>
 class batch_node : public node_flags<true, U::has_repeat, U::has_shard, true, U::has_skip, U::shuffle_count> {
  public:
   batch_node(U inner, samplers::batch_stage stage)
-      : inner_(std::move(inner)), size_(stage.size), drop_last_(stage.drop_last),
-        buffer_(static_cast<std::size_t>(stage.size)) {}
+      : inner_(std::move(inner)), size_(stage.size), drop_last_(stage.drop_last), buffer_(allocate()) {}
 
   [[nodiscard]] std::int64_t size() const { return batches_in(inner_.size()); }
   [[nodiscard]] std::int64_t chief_size() const { return batches_in(inner_.chief_size()); }
@@ -52,7 +53,7 @@ class batch_node : public node_flags<true, U::has_repeat, U::has_shard, true, U:
   }
 
   bool next(index_batch& out) {
-    const std::int64_t got = inner_.next_n(buffer_.data(), size_);
+    const std::int64_t got = inner_.next_n(buffer_.data(), static_cast<std::int64_t>(buffer_.size()));
     if (got == 0 || (got < size_ && drop_last_)) return false;
     out = index_batch(buffer_.data(), static_cast<std::size_t>(got));
     ++pos_;
@@ -84,6 +85,23 @@ class batch_node : public node_flags<true, U::has_repeat, U::has_shard, true, U:
   [[nodiscard]] epoch_point epoch_info() const { return inner_.epoch_info(); }
 
  private:
+  /// The buffer a batch needs: `size` indices, or no more than one pass of the stages below
+  /// holds (a batch larger than the data is its one short batch, as in torch), so a global batch
+  /// size far beyond the data allocates nothing extra. Above a repeat() a batch does take `size`
+  /// indices; one that cannot be allocated is a DataError naming the size.
+  [[nodiscard]] std::vector<std::int64_t> allocate() const {
+    std::int64_t n = size_;
+    if constexpr (!U::has_repeat) n = std::min(n, std::max<std::int64_t>(inner_.size(), 1));
+    try {
+      if (static_cast<std::uint64_t>(n) > std::vector<std::int64_t>().max_size()) throw std::bad_alloc();
+      return std::vector<std::int64_t>(static_cast<std::size_t>(n));
+    } catch (const std::bad_alloc&) {
+      throw DataError("dtl: batch(size = " + std::to_string(size_) +
+                      "): a batch of that many indices does not fit in memory; check the batch size "
+                      "(global_batch_size, divided by the number of ranks)");
+    }
+  }
+
   [[nodiscard]] std::int64_t batches_in(std::int64_t items) const noexcept {
     return items / size_ + (items % size_ != 0 && !drop_last_ ? 1 : 0);
   }
