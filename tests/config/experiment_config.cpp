@@ -396,6 +396,12 @@ nested: {a: {b: [true, ~]}}
     CHECK(contains(parse_error("reproducibility: {experiment_seed: -5}"),
                    "reproducibility.experiment_seed: expected a non-negative integer"));
     CHECK(contains(parse_error("reproducibility: {experiment_seed: abc}"), "reproducibility.experiment_seed"));
+    // Every 64-bit seed (as --seed takes), and a clear word beyond it.
+    CHECK(dtl::parse_experiment_config("reproducibility: {experiment_seed: 18446744073709551615}", "e.yaml")
+              .experiment_seed() == 18446744073709551615u);
+    CHECK(contains(parse_error("reproducibility: {experiment_seed: 18446744073709551616}"),
+                   "reproducibility.experiment_seed: expected a seed from 0 to 2^64-1 (18446744073709551615), got a "
+                   "larger integer"));
     CHECK(contains(parse_error("resources: {slots_per_trial: 0}"),
                    "resources.slots_per_trial: expected a positive integer"));
     CHECK(contains(parse_error("resources: [1]"), "resources: expected a mapping"));
