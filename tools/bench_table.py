@@ -71,7 +71,7 @@ def wheel_includes(python):
             "-isystem", str(ROOT / "include" / "dtl" / "detail" / "gloo_declarations")]
 
 
-def machine():
+def machine(libtorch):
     cpu = "unknown CPU"
     for line in Path("/proc/cpuinfo").read_text().splitlines():
         if line.startswith("model name"):
@@ -83,9 +83,12 @@ def machine():
             mem = int(line.split()[1]) / 1024 / 1024
     gxx = subprocess.run(["g++-12", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     blas = "?"
-    for cand in Path("/etc/alternatives").glob("libblas.so.3*"):
-        blas = os.path.realpath(cand)
-        break
+    if libtorch == "wheel":
+        blas = "the wheel's own (MKL)"  # torch wheels link MKL statically; the system BLAS is unused
+    else:
+        for cand in Path("/etc/alternatives").glob("libblas.so.3*"):
+            blas = os.path.realpath(cand)
+            break
     return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB; {platform.platform()}; {gxx}; BLAS {blas}"
 
 
@@ -200,7 +203,7 @@ def main():
         f"{' — a --quick run, fewer rounds' if opts.quick else ''}, in {minutes:.0f} min.",
         f"LibTorch {torch_version(python)} ({'PyPI wheel, .venv' if opts.libtorch == 'wheel' else 'Debian'}); "
         f"the Python loop on that torch.",
-        f"Machine: {machine()}.",
+        f"Machine: {machine(opts.libtorch)}.",
         f"Load average (1, 5, 15 min) before: {load_before}; after: {load_after}.",
         "Benchmarks pinned to one core where marked in tools/bench_table.py; 1 intra-op thread; the same glibc "
         "malloc tunables for every contender.",

@@ -63,7 +63,7 @@ DTL_INLINE void install_stop_signal_handlers() {
     stop_signal_flag().compare_exchange_strong(none, sig);  // the first signal names the exit status
     if (n == 1) {
       // Under torchrun one Ctrl-C arrives twice (from the terminal's process group, then forwarded
-      // as SIGTERM by torchrun), so the second signal is not the user's second press.
+      // by torchrun as it shuts its workers down), so the second signal is not the user's second press.
       static constexpr char note[] =
           "\n[dtl] stop requested: a checkpoint at the next workload boundary, then exit "
           "(a third Ctrl-C stops at once, without it)\n";

@@ -20,19 +20,14 @@ DTL_INLINE MonitorMode parse_monitor_mode(std::string_view s) {
 
 namespace dtl::inline DTL_ABI::callbacks::detail {
 
-DTL_INLINE nlohmann::json float_to_json(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return v;
-}
-
 DTL_INLINE double float_from_json(const nlohmann::json& j, std::string_view key) {
   if (j.is_number()) return j.get<double>();
   if (j.is_string()) {
-    const auto s = j.get<std::string>();
-    if (s == "inf" || s == "Infinity") return std::numeric_limits<double>::infinity();
-    if (s == "-inf" || s == "-Infinity") return -std::numeric_limits<double>::infinity();
-    if (s == "nan" || s == "NaN") return std::numeric_limits<double>::quiet_NaN();
+    const auto& s = j.get_ref<const std::string&>();
+    if (const auto v = dtl::detail::non_finite_from_string(s)) return *v;
+    if (s == "Infinity") return std::numeric_limits<double>::infinity();
+    if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
+    if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
   }
   throw std::invalid_argument("dtl: state_dict entry '" + std::string(key) + "' is " + j.dump() +
                               ", not a number (or \"inf\", \"-inf\", \"nan\")");

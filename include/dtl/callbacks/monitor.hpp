@@ -4,6 +4,7 @@
 #define DTL_CALLBACKS_MONITOR_HPP
 
 #include <dtl/detail/compiled_lib.hpp>
+#include <dtl/detail/json_float.hpp>
 #include <dtl/errors.hpp>
 
 #include <nlohmann/json.hpp>
@@ -66,11 +67,11 @@ template <class Json>
                                    ", not a number; monitor a scalar metric (numeric metrics: " + available() + ")");
 }
 
-/// A double as JSON that survives a text round trip: JSON has no infinity or NaN (nlohmann
-/// would write `null`), so those become the strings Python's `float()` reads back.
-[[nodiscard]] DTL_INLINE nlohmann::json float_to_json(double v);
+/// A double as JSON that survives a text round trip (detail/json_float.hpp).
+using dtl::detail::float_to_json;
 
-/// The inverse of float_to_json; also takes a number stored as is.
+/// The inverse of float_to_json; also takes a number stored as is, and Python json's
+/// "Infinity" / "NaN".
 [[nodiscard]] DTL_INLINE double float_from_json(const nlohmann::json& j, std::string_view key);
 
 }  // namespace detail

@@ -468,14 +468,11 @@ DTL_INLINE void Checkpointer::verify_rank_states(const nlohmann::json& ranks, co
     if (!r.is_object()) throw CheckpointError(where + field + " is " + r.dump() + ", not an object" + fix);
     for (const char* key : {"cpu_rng_state", "cuda_rng_state"}) {
       if (!r.contains(key)) continue;
-      const auto& v = r.at(key);
-      const bool hex = v.is_string() && v.get_ref<const std::string&>().find_first_not_of("0123456789abcdef") ==
-                                            std::string::npos;
-      if (!hex || v.get_ref<const std::string&>().size() % 2 != 0)
+      const auto* hex = r.at(key).get_ptr<const std::string*>();
+      if (!hex || hex->find_first_not_of("0123456789abcdef") != std::string::npos || hex->size() % 2 != 0)
         throw CheckpointError(where + field + "." + key + " is not a hex string of whole bytes" + fix);
-      if (std::string_view(key) == "cpu_rng_state" &&
-          static_cast<std::int64_t>(v.get_ref<const std::string&>().size()) != cpu_state_bytes)
-        throw CheckpointError(where + field + ".cpu_rng_state holds " + std::to_string(v.get_ref<const std::string&>().size() / 2) +
+      if (std::string_view(key) == "cpu_rng_state" && static_cast<std::int64_t>(hex->size()) != cpu_state_bytes)
+        throw CheckpointError(where + field + ".cpu_rng_state holds " + std::to_string(hex->size() / 2) +
                               " bytes, but this LibTorch's CPU generator state has " +
                               std::to_string(cpu_state_bytes / 2) + fix);
     }

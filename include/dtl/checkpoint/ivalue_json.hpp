@@ -2,7 +2,7 @@
 // state): objects become str-keyed dicts (int-keyed when every key is an integer, as
 // MultiStepLR's milestone Counter), arrays lists, and numbers keep their kind (an integer stays a
 // Python int, a float a Python float), so Python's load_state_dict sees what it wrote. JSON has no
-// infinity or NaN: dtl's states spell them "inf", "-inf", "nan" (callbacks::detail::float_to_json),
+// infinity or NaN: dtl's states spell them "inf", "-inf", "nan" (detail/json_float.hpp),
 // and those three strings cross into the checkpoint as Python floats, and back — a
 // ReduceLROnPlateau state saved before its first step holds best = inf, which Python's
 // `is_better` compares with a float (a str raised TypeError there).
@@ -13,6 +13,7 @@
 
 #include <torch/torch.h>
 
+#include <dtl/detail/json_float.hpp>
 #include <dtl/errors.hpp>
 
 #include <ATen/core/Dict.h>
@@ -20,8 +21,6 @@
 #include <nlohmann/json.hpp>
 
 #include <charconv>
-#include <cmath>
-#include <limits>
 #include <optional>
 #include <string>
 
@@ -54,9 +53,7 @@ inline c10::IValue json_to_ivalue(const nlohmann::json& j) {
       return c10::IValue(j.get<double>());
     case nlohmann::json::value_t::string: {
       const auto& str = j.get_ref<const std::string&>();
-      if (str == "inf") return c10::IValue(std::numeric_limits<double>::infinity());
-      if (str == "-inf") return c10::IValue(-std::numeric_limits<double>::infinity());
-      if (str == "nan") return c10::IValue(std::numeric_limits<double>::quiet_NaN());
+      if (const auto v = non_finite_from_string(str)) return c10::IValue(*v);
       return c10::IValue(str);
     }
     case nlohmann::json::value_t::array: {
@@ -89,12 +86,7 @@ inline nlohmann::json ivalue_to_json(const c10::IValue& v) {
   if (v.isNone()) return nullptr;
   if (v.isBool()) return v.toBool();
   if (v.isInt()) return v.toInt();
-  if (v.isDouble()) {
-    const double d = v.toDouble();
-    if (std::isnan(d)) return "nan";
-    if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
-    return d;
-  }
+  if (v.isDouble()) return float_to_json(v.toDouble());
   if (v.isString()) return v.toStringRef();
   if (v.isList()) {
     nlohmann::json a = nlohmann::json::array();

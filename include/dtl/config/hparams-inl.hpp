@@ -149,37 +149,31 @@ DTL_INLINE void apply_overrides(nlohmann::json& hparams,
       continue;
     }
     const auto parts = split_dotted(name);
+    // Down the mappings the name already has; a value in the way is an error, a missing (or null)
+    // mapping ends the walk.
     nlohmann::json* node = &hparams;
+    std::size_t depth = 0;
     std::string walked;
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-      const bool last = i + 1 == parts.size();
-      if (!last) {
-        walked += (i ? "." : "") + parts[i];
-        auto it = node->find(parts[i]);
-        if (it != node->end() && !it->is_null() && !it->is_object()) {
-          throw ConfigError("cannot apply --hparam " + name + "=...: hyperparameter '" + walked + "' is " +
-                            describe_json(*it) + ", not a mapping; override '" + walked + "' itself instead");
-        }
-        if (it != node->end() && it->is_object()) {
-          node = &*it;
-          continue;
-        }
-      } else if (node->contains(parts[i])) {
-        break;
+    for (; depth + 1 < parts.size(); ++depth) {
+      const auto it = node->find(parts[depth]);
+      if (it == node->end() || it->is_null()) break;
+      walked += (depth ? "." : "") + parts[depth];
+      if (!it->is_object()) {
+        throw ConfigError("cannot apply --hparam " + name + "=...: hyperparameter '" + walked + "' is " +
+                          describe_json(*it) + ", not a mapping; override '" + walked + "' itself instead");
       }
-      // parts[i] is new here: a typo, unless the name was written as a deliberate addition.
-      if (!add) {
-        std::vector<std::string> known;
-        hparam_names(hparams, "", known);
-        throw ConfigError("--hparam " + name + "=...: no hyperparameter '" + name +
-                          "' in the config, the hparams file or the code's defaults" + did_you_mean(name, known) +
-                          "; to add a new one on purpose, write --hparam +" + name + "=...");
-      }
-      break;
+      node = &*it;
     }
-    node = &hparams;
-    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-      nlohmann::json& child = (*node)[parts[i]];
+    // A name nothing defines is a typo, unless it was written as a deliberate addition.
+    if (!add && (depth + 1 < parts.size() || !node->contains(parts.back()))) {
+      std::vector<std::string> known;
+      hparam_names(hparams, "", known);
+      throw ConfigError("--hparam " + name + "=...: no hyperparameter '" + name +
+                        "' in the config, the hparams file or the code's defaults" + did_you_mean(name, known) +
+                        "; to add a new one on purpose, write --hparam +" + name + "=...");
+    }
+    for (; depth + 1 < parts.size(); ++depth) {
+      nlohmann::json& child = (*node)[parts[depth]];
       if (child.is_null()) child = nlohmann::json::object();
       node = &child;
     }

@@ -61,20 +61,20 @@ DTL_INLINE void check_ranks_agree(const DistributedContext& dist, const nlohmann
     const auto note = [&](const std::string& what) {
       problems += (problems.empty() ? "" : "; ") + ("rank " + std::to_string(r) + " " + what);
     };
+    // value(), not at(): a rank running another dtl may lack a field, which is itself a difference.
+    const auto at_rank = [&](const char* k) { return o.value(k, nlohmann::json()); };
+    const auto at_chief = [&](const char* k) { return chief.value(k, nlohmann::json()); };
     for (const char* k : {"dtl", "libtorch"})
-      if (o.value(k, nlohmann::json()) != chief.value(k, nlohmann::json()))
-        note(std::string("runs ") + k + " " + o.value(k, nlohmann::json()).dump() + " (rank 0: " +
-             chief.value(k, nlohmann::json()).dump() + ")");
-    if (o.value("hparams", nlohmann::json()) != chief.value("hparams", nlohmann::json()))
-      note("has other hyperparameters: " +
-           mapping_difference(o.value("hparams", nlohmann::json()), chief.value("hparams", nlohmann::json())));
-    if (o.value("config", nlohmann::json()) != chief.value("config", nlohmann::json()))
-      note("has another experiment config: " +
-           mapping_difference(o.value("config", nlohmann::json()), chief.value("config", nlohmann::json())));
-    if (o.at("model") != chief.at("model"))
+      if (at_rank(k) != at_chief(k))
+        note(std::string("runs ") + k + " " + at_rank(k).dump() + " (rank 0: " + at_chief(k).dump() + ")");
+    if (at_rank("hparams") != at_chief("hparams"))
+      note("has other hyperparameters: " + mapping_difference(at_rank("hparams"), at_chief("hparams")));
+    if (at_rank("config") != at_chief("config"))
+      note("has another experiment config: " + mapping_difference(at_rank("config"), at_chief("config")));
+    if (at_rank("model") != at_chief("model"))
       note("has another model " + std::to_string(index) + " (wrap_model's " + std::to_string(index + 1) +
            (index == 0 ? "st" : index == 1 ? "nd" : index == 2 ? "rd" : "th") +
-           " call): " + model_difference(o.at("model"), chief.at("model")));
+           " call): " + model_difference(at_rank("model"), at_chief("model")));
   }
   if (!problems.empty())
     throw ConfigError("dtl: the ranks disagree, so they cannot train together: " + problems +
