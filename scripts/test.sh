@@ -192,6 +192,7 @@ if [ -x "$core/tests/dtl_core_tests" ]; then
 fi
 check plot_metrics bash tests/tools/plot_metrics_test.sh
 check docs_site env DTL_SKIP_SETUP=1 bash scripts/docs.sh
+check layering python3 tools/check_layering.py
 mark "torch-free tests, plots, docs"
 
 echo "== time taken"

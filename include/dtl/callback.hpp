@@ -135,6 +135,22 @@ struct NamedCallback {
 ///   std::make_shared<dtl::callbacks::EarlyStopping>(ctx_)}}; }
 using Callbacks = std::vector<NamedCallback>;
 
+namespace detail {
+
+/// Runs one hook of every callback, in order: notify(cbs, &PyTorchCallback::on_training_start).
+template <class... Params, class... Args>
+void notify(const Callbacks& callbacks, void (PyTorchCallback::*hook)(Params...), Args&&... args) {
+  for (const auto& c : callbacks) ((*c.callback).*hook)(args...);
+}
+
+/// The same in reverse order (on_trial_shutdown).
+template <class... Params, class... Args>
+void notify_reverse(const Callbacks& callbacks, void (PyTorchCallback::*hook)(Params...), Args&&... args) {
+  for (auto it = callbacks.rbegin(); it != callbacks.rend(); ++it) ((*it->callback).*hook)(args...);
+}
+
+}  // namespace detail
+
 }  // namespace dtl
 
 #endif  // DTL_CALLBACK_HPP

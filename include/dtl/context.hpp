@@ -44,8 +44,9 @@
 
 namespace dtl::inline DTL_ABI {
 
-template <class Trial>
-class Trainer;
+namespace detail {
+class LoopAccess;
+}  // namespace detail
 
 /// Gradient clipping for step_optimizer (Determined's `clip_grads=lambda params: ...`).
 ///   ctx.step_optimizer(opt, dtl::clip_grad_norm(1.0));
@@ -354,8 +355,7 @@ class PyTorchTrialContext {
   [[nodiscard]] DTL_INLINE SummaryWriter& get_tensorboard_writer();
 
  private:
-  template <class Trial>
-  friend class Trainer;
+  friend class detail::LoopAccess;  // the Trainer's narrow way in (trainer/loop_access.hpp)
 
   struct OptimizerEntry {
     std::shared_ptr<torch::optim::Optimizer> optimizer;

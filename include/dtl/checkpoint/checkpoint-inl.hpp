@@ -177,12 +177,12 @@ DTL_INLINE std::filesystem::path Checkpointer::resolve(const std::string& what) 
 }
 
 DTL_INLINE WrittenCheckpoint Checkpointer::save(const TrialStateRefs& trial, const CheckpointState& st,
-                                                const Callbacks& callbacks) {
-  return write(snapshot(trial, st, callbacks));
+                                                const NamedStates& named, const CheckpointHooks& hooks) {
+  return write(snapshot(trial, st, named, hooks));
 }
 
 DTL_INLINE CheckpointSnapshot Checkpointer::snapshot(const TrialStateRefs& trial, const CheckpointState& st,
-                                                     const Callbacks& callbacks) {
+                                                     const NamedStates& named, const CheckpointHooks& hooks) {
   CheckpointSnapshot snap;
   snap.target.uuid = new_uuid4();
   snap.target.dir = checkpoint_dir(snap.target.uuid);
@@ -212,7 +212,7 @@ DTL_INLINE CheckpointSnapshot Checkpointer::snapshot(const TrialStateRefs& trial
   for (const auto& sch : trial.lr_schedulers)
     schedulers.push_back(sch.save ? json_to_ivalue(sch.save(sch.object)) : c10::IValue());
   c10::impl::GenericDict callback_states(c10::StringType::get(), c10::AnyType::get());
-  for (const auto& [name, cb] : callbacks) callback_states.insert(name, json_to_ivalue(cb->state_dict()));
+  for (const auto& [name, state] : named) callback_states.insert(name, json_to_ivalue(state));
   c10::impl::GenericDict rng(c10::StringType::get(), c10::AnyType::get());
   rng.insert("cpu_rng_state", at::detail::getDefaultCPUGenerator().get_state());
   if (trial.cuda_rng_device)  // Determined's key, present when CUDA devices exist
@@ -225,7 +225,7 @@ DTL_INLINE CheckpointSnapshot Checkpointer::snapshot(const TrialStateRefs& trial
   for (const auto& e : trial.extra) root.insert(e.key, json_to_ivalue(e.save(e.object)));
   root.insert("rng_state", rng);
   // Determined's on_checkpoint_save_start(checkpoint): callbacks may add entries.
-  for (const auto& [name, cb] : callbacks) cb->on_checkpoint_save_start(root);
+  if (hooks.save_started) hooks.save_started(root);
   snap.state_dict = snapshot_tensors(root);
 
   nlohmann::json trial_state = {{"batches_trained", st.batches_trained},
@@ -343,7 +343,7 @@ DTL_INLINE std::vector<std::filesystem::path> Checkpointer::collect_garbage(cons
 }
 
 DTL_INLINE CheckpointState Checkpointer::load(const TrialStateRefs& trial, const std::filesystem::path& dir,
-                                              const Callbacks& callbacks) {
+                                              const CheckpointHooks& hooks) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(dir))
     throw CheckpointError("dtl: checkpoint " + dir.string() + " does not exist (or is not a directory)");
@@ -362,7 +362,7 @@ DTL_INLINE CheckpointState Checkpointer::load(const TrialStateRefs& trial, const
     if (!root.contains(key)) throw CheckpointError(where + " has no '" + key + "' entry");
     return root.at(key);
   };
-  for (const auto& [name, cb] : callbacks) cb->on_checkpoint_load_start(root);
+  if (hooks.load_started) hooks.load_started(root);
 
   const auto models = entry("models_state_dict").toListRef();
   if (models.size() != trial.models.size())
@@ -412,12 +412,10 @@ DTL_INLINE CheckpointState Checkpointer::load(const TrialStateRefs& trial, const
   generator.set_state(rng.at("cpu_rng_state").toTensor());
   if (rng.contains("gpu_rng_state") && trial.cuda_rng_device)
     cuda_generator(*trial.cuda_rng_device).set_state(rng.at("gpu_rng_state").toTensor());
-  // Callbacks after the RNG, as Determined; a callback the checkpoint does not know keeps its state.
-  if (root.contains("callbacks")) {
-    const auto saved_cbs = root.at("callbacks").toGenericDict();
-    for (const auto& [name, cb] : callbacks)
-      if (saved_cbs.contains(name)) cb->load_state_dict(ivalue_to_json(saved_cbs.at(name)));
-  }
+  // The named states are handed back: their owners restore them after the RNG, as Determined does.
+  std::map<std::string, c10::IValue> named_states;
+  if (root.contains("callbacks"))
+    for (const auto& kv : root.at("callbacks").toGenericDict()) named_states.emplace(kv.key().toStringRef(), kv.value());
 
   nlohmann::json st;
   try {
@@ -432,6 +430,7 @@ DTL_INLINE CheckpointState Checkpointer::load(const TrialStateRefs& trial, const
     if (st.contains("trial_seed")) out.trial_seed = st["trial_seed"].get<std::uint64_t>();
     out.ranks = st.value("ranks", nlohmann::json(nullptr));
     verify_rank_states(out.ranks, dir / "trial_state.json");
+    out.named_states = std::move(named_states);
     if (metadata.at("steps_completed").get<std::int64_t>() != out.batches_trained)
       throw CheckpointError("dtl: checkpoint " + dir.string() + ": metadata.json's steps_completed (" +
                             metadata.at("steps_completed").dump() +

@@ -6,7 +6,6 @@
 
 #include <torch/torch.h>
 
-#include <dtl/callback.hpp>
 #include <dtl/checkpoint/snapshot.hpp>
 #include <dtl/checkpoint/trial_state_refs.hpp>
 #include <dtl/detail/compiled_lib.hpp>
@@ -16,12 +15,26 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace dtl::inline DTL_ABI::detail {
+
+/// State saved beside the trial's under state_dict.pth's `callbacks` entry, by name (Determined
+/// keeps its callbacks' state_dict() there): what a checkpoint stores of parts it does not know.
+using NamedStates = std::vector<std::pair<std::string, nlohmann::json>>;
+
+/// What runs around saving and loading, given the whole state_dict.pth dict: on save after the
+/// named states are in it and before its tensors are copied (Determined's on_checkpoint_save_start
+/// may add entries), on load before anything is restored (on_checkpoint_load_start).
+struct CheckpointHooks {
+  std::function<void(c10::impl::GenericDict&)> save_started;
+  std::function<void(const c10::impl::GenericDict&)> load_started;
+};
 
 /// The counters a checkpoint carries (Determined's trial state, plus the best validation so
 /// far, which `checkpoint_policy = best` compares against after a resume).
@@ -39,6 +52,8 @@ struct CheckpointState {
   std::optional<double> validation_metric;
   /// The trial seed the checkpoint was trained with (read back on load).
   std::optional<std::uint64_t> trial_seed;
+  /// The named states read back on load, as stored (ivalue_to_json makes one JSON), for their owners.
+  std::map<std::string, c10::IValue> named_states;
   /// One object per rank, in rank order: `cpu_rng_state` and, on a CUDA device,
   /// `cuda_rng_state` (hex), and `data_position`, so that each rank of a distributed run
   /// resumes with its own. Null in checkpoints that predate it.
@@ -106,13 +121,13 @@ class Checkpointer {
 
   /// Writes a checkpoint now: snapshot() then write().
   DTL_INLINE WrittenCheckpoint save(const TrialStateRefs& trial, const CheckpointState& st,
-                                    const Callbacks& callbacks = {});
+                                    const NamedStates& named = {}, const CheckpointHooks& hooks = {});
 
   /// Takes everything a checkpoint holds, on the calling (training) thread: the state dict in
-  /// Determined's layout with its tensors copied, after the callbacks' on_checkpoint_save_start,
+  /// Determined's layout with the named states, after hooks.save_started, its tensors copied,
   /// and the JSON files. Training may change the trial as soon as it returns.
   DTL_INLINE CheckpointSnapshot snapshot(const TrialStateRefs& trial, const CheckpointState& st,
-                                         const Callbacks& callbacks = {});
+                                         const NamedStates& named = {}, const CheckpointHooks& hooks = {});
 
   /// Writes a snapshot crash-safely: into a temporary directory, made durable, renamed, and
   /// `latest` moved to it last. Safe to run on another thread than snapshot() (it touches only
@@ -124,11 +139,11 @@ class Checkpointer {
   /// Returns the deleted directories.
   DTL_INLINE std::vector<std::filesystem::path> collect_garbage(const RetentionPolicy& policy);
 
-  /// Restores models, optimizers, schedulers, callbacks' state and the RNG from `dir`, and returns
-  /// the counters. Anything missing or not matching the trial is a CheckpointError naming the
+  /// Restores models, optimizers, schedulers and the RNG from `dir` (hooks.load_started first), and
+  /// returns the counters and the named states. Anything missing or not matching the trial is a CheckpointError naming the
   /// file and what did not fit; nothing in the files is executed.
   DTL_INLINE CheckpointState load(const TrialStateRefs& trial, const std::filesystem::path& dir,
-                                  const Callbacks& callbacks = {});
+                                  const CheckpointHooks& hooks = {});
 
  private:
   /// metadata.json must be what dtl writes: an object whose steps_completed is a count, format

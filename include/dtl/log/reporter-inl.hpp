@@ -1,6 +1,4 @@
-// dtl — the definitions behind <dtl/log/reporter.hpp> (its non-template functions): that header
-// includes this file when header-only; with DTL_COMPILED_LIB they are compiled once, into
-// libdtl (src/dtl.cpp, detail/compiled_lib.hpp).
+// dtl — the definitions behind <dtl/log/reporter.hpp>: the console, metrics.jsonl, TensorBoard and console sinks.
 #ifndef DTL_LOG_REPORTER_INL_HPP
 #define DTL_LOG_REPORTER_INL_HPP
 
@@ -18,19 +16,38 @@ DTL_INLINE ScalarMetrics scalar_metrics(const MetricsJson& metrics) {
 }
 
 DTL_INLINE Reporter::Reporter(const std::filesystem::path& run_dir, bool is_chief, ReporterOptions options)
-    : chief_(is_chief), quiet_(options.quiet) {
+    : chief_(is_chief), console_(is_chief, options.quiet) {
   if (!chief_) return;
-  path_ = run_dir / "metrics.jsonl";
+  // dtl's own destinations, in the order they receive each report; a new one is one more line.
+  sinks_.push_back(std::make_shared<MetricsJsonl>(run_dir, [this](const std::string& t) { console_.note(t); }));
+  if (options.tensorboard) sinks_.push_back(std::make_shared<TensorBoardMetrics>(*options.tensorboard));
+  sinks_.push_back(std::make_shared<ConsoleMetrics>(console_));
+}
+
+// ---- metrics.jsonl ------------------------------------------------------------------------
+
+DTL_INLINE MetricsJsonl::MetricsJsonl(const std::filesystem::path& run_dir,
+                                      std::function<void(const std::string&)> note)
+    : path_(run_dir / "metrics.jsonl"), note_(std::move(note)) {
   std::filesystem::create_directories(run_dir);
   out_.open(path_, std::ios::app);
   if (!out_) throw std::runtime_error("dtl: cannot write " + path_.string());
-  if (options.tensorboard) tb_.emplace(*options.tensorboard);
-  tensorboard_ = options.tensorboard;
 }
 
-DTL_INLINE void Reporter::resumed_at(std::int64_t steps) {
-  if (!chief_) return;
-  if (tensorboard_) tensorboard_->purge_step(steps + 1);
+DTL_INLINE void MetricsJsonl::report(const MetricsRecord& r) {
+  nlohmann::ordered_json rec;
+  rec["type"] = r.type == MetricsRecord::Type::training ? "training" : "validation";
+  rec["steps_completed"] = r.steps_completed;
+  rec["epoch"] = r.epochs;
+  rec["metrics"] = r.metrics;
+  rec["batches"] = r.batches;
+  rec["seconds"] = r.seconds;
+  if (r.timings && r.timings->is_object()) rec["timings"] = *r.timings;
+  out_ << rec.dump() << '\n';
+  out_.flush();
+}
+
+DTL_INLINE void MetricsJsonl::resumed_at(std::int64_t steps) {
   out_.close();
   std::string kept, superseded, line;
   std::int64_t moved = 0;
@@ -74,99 +91,37 @@ DTL_INLINE void Reporter::resumed_at(std::int64_t steps) {
       if (!t) throw std::runtime_error("dtl: cannot write " + tmp.string());
     }
     std::filesystem::rename(tmp, path_);
-    note("resumed at batch " + std::to_string(steps) + ": " + std::to_string(moved) +
-         " record(s) of metrics.jsonl after it, from the interrupted run, moved to " + aside_path.string());
+    note_("resumed at batch " + std::to_string(steps) + ": " + std::to_string(moved) +
+          " record(s) of metrics.jsonl after it, from the interrupted run, moved to " + aside_path.string());
   }
   out_.open(path_, std::ios::app);
   if (!out_) throw std::runtime_error("dtl: cannot write " + path_.string());
 }
 
-DTL_INLINE void Reporter::start_training(std::optional<std::int64_t> total, std::int64_t done) {
-  if (!chief_ || quiet_) return;
-  train_progress_.emplace("train", total, std::cout, ProgressOptions{.style = default_progress_style(stdout)});
-  if (done > 0) train_progress_->update(done);
+// ---- TensorBoard --------------------------------------------------------------------------
+
+DTL_INLINE void TensorBoardMetrics::report(const MetricsRecord& r) {
+  if (r.type == MetricsRecord::Type::validation) {
+    tb_.on_validation_step_end(r.steps_completed, scalar_metrics(r.metrics));
+    return;
+  }
+  if (r.timings && r.timings->is_object())
+    writer_.write_metrics("Determined/profiling/", scalar_metrics(*r.timings), r.steps_completed);
+  if (r.report)
+    tb_.on_train_step_end(r.steps_completed, scalar_metrics(r.metrics), r.report->column_names, r.report->columns);
+  else
+    tb_.on_train_step_end(r.steps_completed, scalar_metrics(r.metrics));
 }
 
-DTL_INLINE void Reporter::batch_trained(std::int64_t done) {
-  if (train_progress_) train_progress_->update(done);
-}
+// ---- the console --------------------------------------------------------------------------
 
-DTL_INLINE void Reporter::finish_training() {
-  if (train_progress_) train_progress_->finish();
-  train_progress_.reset();
-}
-
-DTL_INLINE void Reporter::start_validation(std::optional<std::int64_t> total) {
-  if (!chief_ || quiet_) return;
-  if (train_progress_) train_progress_->clear();
-  val_progress_.emplace("validate", total, std::cout, ProgressOptions{.style = default_progress_style(stdout)});
-}
-
-DTL_INLINE void Reporter::batch_validated(std::int64_t done) {
-  if (val_progress_) val_progress_->update(done);
-}
-
-DTL_INLINE void Reporter::training(std::int64_t steps, std::int64_t epochs, double progress,
-                                   const TrainingReport& report, const WorkloadTiming& t, const MetricsJson& timings) {
-  if (!chief_) return;
-  const auto& metrics = report.avg_metrics;
-  write("training", steps, epochs, metrics, t, timings);
-  if (tb_ && timings.is_object()) tb_->writer().write_metrics("Determined/profiling/", scalar_metrics(timings), steps);
-  if (tb_) tb_->on_train_step_end(steps, scalar_metrics(metrics), report.column_names, report.columns);
-  if (train_progress_ && metrics.contains("loss") && metrics["loss"].is_number())
-    train_progress_->set_loss(metrics["loss"].get<double>());
-  std::ostringstream line;
-  line << "[train] batch " << steps << " epoch " << epochs << " (" << static_cast<int>(progress * 100.0 + 0.5) << "%) "
-       << summary(metrics);
-  if (t.seconds > 0) line << " | " << fixed(t.batches / t.seconds, 1) << " batches/s";
-  if (t.seconds > 0 && t.records > 0) line << ", " << fixed(t.records / t.seconds, 0) << " records/s";
-  print(line.str());
-}
-
-DTL_INLINE void Reporter::validation(std::int64_t steps, std::int64_t epochs, const MetricsJson& metrics,
-                                     const WorkloadTiming& t) {
-  if (!chief_) return;
-  if (val_progress_) val_progress_->clear();
-  val_progress_.reset();
-  write("validation", steps, epochs, metrics, t);
-  if (tb_) tb_->on_validation_step_end(steps, scalar_metrics(metrics));
-  std::ostringstream line;
-  line << "[valid] batch " << steps << " epoch " << epochs << " " << summary(metrics) << " | " << fixed(t.seconds, 2)
-       << " s";
-  print(line.str());
-}
-
-DTL_INLINE void Reporter::note(const std::string& text) {
-  if (chief_) print("[dtl] " + text);
-}
-
-DTL_INLINE void Reporter::warn(const std::string& text) {
-  if (!chief_) return;
-  if (train_progress_) train_progress_->clear();
-  std::cerr << "[dtl] warning: " << text << std::endl;
-}
-
-DTL_INLINE void Reporter::write(const char* type, std::int64_t steps, std::int64_t epochs, const MetricsJson& metrics,
-                                const WorkloadTiming& t, const MetricsJson& timings) {
-  nlohmann::ordered_json rec;
-  rec["type"] = type;
-  rec["steps_completed"] = steps;
-  rec["epoch"] = epochs;
-  rec["metrics"] = metrics;
-  rec["batches"] = t.batches;
-  rec["seconds"] = t.seconds;
-  if (timings.is_object()) rec["timings"] = timings;
-  out_ << rec.dump() << '\n';
-  out_.flush();
-}
-
-DTL_INLINE std::string Reporter::fixed(double v, int digits) {
+namespace console_format {
+inline std::string fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
 }
-
-DTL_INLINE std::string Reporter::summary(const MetricsJson& metrics) {
+inline std::string summary(const MetricsJson& metrics) {
   std::string s;
   for (const auto& [k, v] : metrics.items()) {
     if (!s.empty()) s += ' ';
@@ -174,9 +129,63 @@ DTL_INLINE std::string Reporter::summary(const MetricsJson& metrics) {
   }
   return s;
 }
+}  // namespace console_format
 
-DTL_INLINE void Reporter::print(const std::string& line) {
-  if (quiet_) return;
+DTL_INLINE void ConsoleMetrics::report(const MetricsRecord& r) {
+  using console_format::fixed, console_format::summary;
+  std::ostringstream line;
+  if (r.type == MetricsRecord::Type::validation) {
+    console_.end_validation();
+    line << "[valid] batch " << r.steps_completed << " epoch " << r.epochs << " " << summary(r.metrics) << " | "
+         << fixed(r.seconds, 2) << " s";
+  } else {
+    if (r.metrics.contains("loss") && r.metrics["loss"].is_number()) console_.set_loss(r.metrics["loss"].get<double>());
+    line << "[train] batch " << r.steps_completed << " epoch " << r.epochs << " ("
+         << static_cast<int>(r.progress * 100.0 + 0.5) << "%) " << summary(r.metrics);
+    if (r.seconds > 0) line << " | " << fixed(static_cast<double>(r.batches) / r.seconds, 1) << " batches/s";
+    if (r.seconds > 0 && r.records > 0) line << ", " << fixed(static_cast<double>(r.records) / r.seconds, 0) << " records/s";
+  }
+  console_.print(line.str());
+}
+
+DTL_INLINE void Console::start_training(std::optional<std::int64_t> total, std::int64_t done) {
+  if (!chief_ || quiet_) return;
+  train_progress_.emplace("train", total, std::cout, ProgressOptions{.style = default_progress_style(stdout)});
+  if (done > 0) train_progress_->update(done);
+}
+
+DTL_INLINE void Console::finish_training() {
+  if (train_progress_) train_progress_->finish();
+  train_progress_.reset();
+}
+
+DTL_INLINE void Console::start_validation(std::optional<std::int64_t> total) {
+  if (!chief_ || quiet_) return;
+  if (train_progress_) train_progress_->clear();
+  val_progress_.emplace("validate", total, std::cout, ProgressOptions{.style = default_progress_style(stdout)});
+}
+
+DTL_INLINE void Console::end_validation() {
+  if (val_progress_) val_progress_->clear();
+  val_progress_.reset();
+}
+
+DTL_INLINE void Console::set_loss(double loss) {
+  if (train_progress_) train_progress_->set_loss(loss);
+}
+
+DTL_INLINE void Console::note(const std::string& text) {
+  if (chief_) print("[dtl] " + text);
+}
+
+DTL_INLINE void Console::warn(const std::string& text) {
+  if (!chief_) return;
+  if (train_progress_) train_progress_->clear();
+  std::cerr << "[dtl] warning: " << text << std::endl;
+}
+
+DTL_INLINE void Console::print(const std::string& line) {
+  if (!chief_ || quiet_) return;
   if (train_progress_)
     train_progress_->print_above(line);  // keeps the summary intact above the redrawn bar
   else

@@ -1,0 +1,54 @@
+// dtl — LoopAccess: the one narrow way the Trainer reaches into PyTorchTrialContext — what the loop
+// tells the context (where training stands) and the per-batch work the context does for it.
+#ifndef DTL_TRAINER_LOOP_ACCESS_HPP
+#define DTL_TRAINER_LOOP_ACCESS_HPP
+
+#include <dtl/detail/abi.hpp>
+
+#include <dtl/context.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+namespace dtl::inline DTL_ABI::detail {
+
+class LoopAccess {
+ public:
+  explicit LoopAccess(PyTorchTrialContext& ctx) noexcept : ctx_(ctx) {}
+
+  // ---- where training stands ----------------------------------------------------------------
+  void set_epoch_length(std::int64_t n) noexcept { ctx_.epoch_len_ = n; }
+  [[nodiscard]] std::int64_t epoch_length() const noexcept { return ctx_.epoch_len_; }
+  void set_initial_batch(std::int64_t b) noexcept { ctx_.initial_batch_ = b; }
+  /// A resumed trial keeps the checkpoint's seed, so that its data order continues.
+  void adopt_trial_seed(std::uint64_t seed) noexcept { ctx_.s_.trial_seed = seed; }
+  /// What a resume changed, recorded in the next checkpoints' load_data.json.
+  void set_resume_notes(nlohmann::json notes) { ctx_.resume_notes_ = std::move(notes); }
+
+  // ---- per batch --------------------------------------------------------------------------
+  /// Before train_batch (aggregation's no_sync, DDP's buffer broadcast).
+  void begin_train_batch(std::int64_t batch_idx) { ctx_.begin_train_batch(batch_idx); }
+  /// After train_batch: Determined's LR auto-stepping.
+  void step_lr_schedulers(std::int64_t batch_idx) { ctx_.step_lr_schedulers(batch_idx); }
+  [[nodiscard]] ApexAmp* apex() const noexcept { return ctx_.apex_.get(); }
+  [[nodiscard]] bool is_update_batch() const noexcept { return ctx_.is_update_batch(); }
+  [[nodiscard]] ScheduledProfiler* profiler() noexcept { return ctx_.profiler_ ? &*ctx_.profiler_ : nullptr; }
+
+  // ---- at boundaries ------------------------------------------------------------------------
+  [[nodiscard]] std::vector<WrappedReducer>& reducers() noexcept { return ctx_.reducers_; }
+  void set_train_mode(bool on) {
+    for (auto& m : ctx_.models_) m->train(on);
+  }
+  /// Time the gradient all-reduces kept backward waiting since the last call.
+  [[nodiscard]] std::chrono::nanoseconds take_gradient_wait_time() { return ctx_.take_gradient_wait_time(); }
+  /// After a checkpoint load: every rank continues from rank 0's weights.
+  void broadcast_model_state() { ctx_.broadcast_model_state(); }
+
+ private:
+  PyTorchTrialContext& ctx_;
+};
+
+}  // namespace dtl::detail
+
+#endif  // DTL_TRAINER_LOOP_ACCESS_HPP
