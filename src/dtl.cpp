@@ -30,6 +30,7 @@
 #include <dtl/lr/lambda-inl.hpp>
 #include <dtl/lr/param_group_keys-inl.hpp>
 #include <dtl/lr/scheduler-inl.hpp>
+#include <dtl/lr/swa-inl.hpp>
 #include <dtl/metric_reducer-inl.hpp>
 #include <dtl/profiler-inl.hpp>
 #include <dtl/reducer-inl.hpp>

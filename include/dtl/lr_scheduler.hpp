@@ -12,6 +12,7 @@
 #include <dtl/lr/decay.hpp>
 #include <dtl/lr/lambda.hpp>
 #include <dtl/lr/scheduler.hpp>
+#include <dtl/lr/swa.hpp>
 
 namespace dtl::inline DTL_ABI {
 

@@ -30,6 +30,7 @@ import sys
 try:
     import torch
     from torch.optim import lr_scheduler as S
+    from torch.optim import swa_utils
 except ImportError as e:  # the C++ test tells "no torch here" from a failure by this status
     print(f"cannot import torch: {e}", file=sys.stderr)
     sys.exit(3)
@@ -70,6 +71,8 @@ def make_scheduler(opt, spec):
         args["lr_lambda"] = lambdas(args["lr_lambda"])
     if kind == "CyclicLR" and "scale_fn" in args:
         args["scale_fn"] = function(args["scale_fn"])
+    if kind == "SWALR":  # torch.optim.swa_utils, not lr_scheduler
+        return swa_utils.SWALR(opt, **args)
     return getattr(S, kind)(opt, **args)
 
 
@@ -135,6 +138,14 @@ CASES = [
      {"type": "ChainedScheduler", "schedulers": [sch("ConstantLR", factor=0.1, total_iters=20), sch("ExponentialLR", gamma=0.99)]}, 220),
     ("ChainedScheduler linear x multistep", sgd(0.1, 0.3),
      {"type": "ChainedScheduler", "schedulers": [sch("LinearLR", start_factor=0.5, total_iters=30), sch("MultiStepLR", milestones=[50, 100], gamma=0.5)]}, 220),
+    ("SWALR cos", sgd(0.1, 0.05), sch("SWALR", swa_lr=0.01, anneal_epochs=150), 220),
+    ("SWALR linear per-group swa_lr", sgd(0.1, 0.2), sch("SWALR", swa_lr=[0.02, 0.005], anneal_epochs=80, anneal_strategy="linear"), 210),
+    ("SWALR defaults Adam", adam(0.001), sch("SWALR", swa_lr=0.0005), 200),
+    ("SWALR anneal_epochs=0", sgd(0.1, 0.3), sch("SWALR", swa_lr=[0.03, 0.07], anneal_epochs=0), 200),
+    ("SWALR anneal_epochs=1 linear", sgd(0.1), sch("SWALR", swa_lr=0.02, anneal_epochs=1, anneal_strategy="linear"), 200),
+    ("SequentialLR cosine then SWALR", sgd(0.1),
+     {"type": "SequentialLR", "schedulers": [sch("CosineAnnealingLR", T_max=150, eta_min=0.001),
+                                             sch("SWALR", swa_lr=0.005, anneal_epochs=20)], "milestones": [100]}, 220),
 ]
 
 CYCLES_MOMENTUM = ("OneCycleLR", "CyclicLR")

@@ -129,6 +129,9 @@ Sched make_scheduler(const Opt& opt, const json& spec) {
     o.cycle_momentum = a.value("cycle_momentum", true);
     return std::make_shared<CyclicLR>(opt, std::move(o));
   }
+  if (type == "SWALR")  // the strategy as Python spells it: the string constructor
+    return std::make_shared<SWALR>(opt, per_group(a.at("swa_lr")), a.value("anneal_epochs", 10),
+                                   a.value("anneal_strategy", std::string("cos")));
   FAIL("unknown scheduler " << type);
   return nullptr;
 }
@@ -277,7 +280,8 @@ TEST_CASE("Python's schedulers load dtl's state and optimizer param_groups and c
   c10::impl::GenericList entries(c10::AnyType::get());
   for (const char* name : {"MultiStepLR repeated milestone", "OneCycleLR cos SGD", "OneCycleLR three-phase linear Adam",
                            "CyclicLR triangular2", "SequentialLR warmup then cosine", "ChainedScheduler linear x multistep",
-                           "CosineAnnealingWarmRestarts T_mult=2"}) {
+                           "CosineAnnealingWarmRestarts T_mult=2", "SWALR cos", "SWALR linear per-group swa_lr",
+                           "SequentialLR cosine then SWALR"}) {
     const json* c = nullptr;
     for (const auto& x : reference().at("cases"))
       if (x.at("name") == name) c = &x;
@@ -398,10 +402,71 @@ TEST_CASE("dtl::lr constructors refuse what Python refuses, with Python's messag
       "expects number of schedulers provided to be one more than the number of milestone points");
   has(message([&] { ChainedScheduler({std::make_shared<ExponentialLR>(sgd, 0.9), std::make_shared<ExponentialLR>(other, 0.9)}); }),
       "ChainedScheduler expects all schedulers to belong to the same optimizer");
+  has(message([&] { SWALR(sgd, 0.05, 10, "exp"); }), "anneal_strategy must be one of 'cos' or 'linear', instead got exp");
+  has(message([&] { SWALR(sgd, 0.05, 10, static_cast<AnnealStrategy>(7)); }),
+      "anneal_strategy must be one of 'cos' or 'linear', instead got AnnealStrategy(7)");
+  has(message([&] { SWALR(sgd, 0.05, -1); }), "anneal_epochs must be equal or greater than 0, got -1");
+  has(message([&] { SWALR(sgd, {0.05, 0.01}); }),
+      "swa_lr must have the same length as optimizer.param_groups: swa_lr has 2 values, optimizer.param_groups has 1");
+  has(message([&] { SWALR(sgd, PerGroup{}); }), "swa_lr is required");
   // Stepping OneCycleLR past its total is Python's error too.
   OneCycleLR once(sgd, {.max_lr = 0.1, .total_steps = 3});
   for (int i = 0; i < 3; ++i) once.step();
   has(message([&] { once.step(); }), "Tried to step 5 times. The specified number of total steps is 3");
+}
+
+TEST_CASE("SWALR: swa_lr lives in the param groups, and its state restores the anneal strategy") {
+  using dtl::lr::AnnealStrategy;
+  using dtl::lr::SWALR;
+  auto make_opt = [] {
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    for (double lr : {0.1, 0.2})
+      groups.emplace_back(std::vector<torch::Tensor>{torch::zeros({2}, torch::requires_grad())},
+                          std::make_unique<torch::optim::SGDOptions>(lr));
+    return std::make_shared<torch::optim::SGD>(std::move(groups), torch::optim::SGDOptions(0.1));
+  };
+  auto group_value = [](const c10::IValue& state, std::size_t g, const char* key) {
+    return state.toGenericDict().at("param_groups").toList().get(g).toGenericDict().at(key).toDouble();
+  };
+  auto opt = make_opt();
+  SWALR swa(opt, {0.02, 0.01}, 5, AnnealStrategy::linear);
+  // Python's param_groups hold swa_lr (beside initial_lr): so does dtl's saved optimizer.
+  const auto saved_opt = *dtl::detail::python_optimizer_state(*opt);
+  CHECK(group_value(saved_opt, 0, "swa_lr") == 0.02);
+  CHECK(group_value(saved_opt, 1, "swa_lr") == 0.01);
+  CHECK(group_value(saved_opt, 1, "initial_lr") == 0.2);
+  swa.step();
+  swa.step();
+  // Python 2.x's layout: the strategy by name, never torch 1.13's anneal_func.
+  const auto state = swa.state_dict();
+  CHECK(state.at("_anneal_strategy") == "linear");
+  CHECK(state.at("anneal_epochs") == 5);
+  CHECK_FALSE(state.contains("anneal_func"));
+  CHECK(state.at("_step_count") == 3);
+
+  // Loaded into a SWALR built with other settings (as a trial whose hparams changed): the state's
+  // settings win, as in Python; the optimizer's state brings back the lrs and swa_lrs.
+  auto opt2 = make_opt();
+  SWALR other(opt2, 0.5, 9, AnnealStrategy::cos);
+  for (std::size_t g = 0; g < 2; ++g) opt2->param_groups()[g].options().set_lr(swa.get_last_lr()[g]);
+  dtl::detail::load_scheduler_group_keys(opt2, saved_opt);
+  other.load_state_dict(dtl::detail::ivalue_to_json(dtl::detail::json_to_ivalue(state)));
+  CHECK(other.anneal_strategy() == AnnealStrategy::linear);
+  CHECK(other.anneal_epochs() == 5);
+  for (int i = 0; i < 6; ++i) {
+    swa.step();
+    other.step();
+    CHECK(other.get_last_lr() == swa.get_last_lr());
+    CHECK(group_lrs(opt2) == group_lrs(opt));
+  }
+  CHECK(swa.get_last_lr() == std::vector<double>{0.02, 0.01});  // annealed, and held there
+
+  // anneal_epochs = 0: swa_lr from construction on (Python's edge case: step counts as 1).
+  auto opt3 = make_opt();
+  SWALR now(opt3, 0.03, 0);
+  CHECK(now.get_last_lr() == std::vector<double>{0.03, 0.03});
+  now.step();
+  CHECK(group_lrs(opt3) == std::vector<double>{0.03, 0.03});
 }
 
 TEST_CASE("momentum cycling drives Adam's beta1 and RMSprop's momentum as SGD's momentum") {

@@ -166,6 +166,9 @@ inline void kineto_stop_and_save(const std::string& path) {
 
 /// torch.optim.lr_scheduler's state_dict() keys that every scheduler has in this version besides
 /// its own settings: 1.13 `verbose: False`; 2.x `_is_initial: False` (verbose is gone).
+/// Not followed per version: 1.13's OneCycleLR and SWALR save their anneal function itself
+/// (`anneal_func`, not data); dtl saves its name on both (`_anneal_func_type`, `_anneal_strategy`),
+/// as 2.x does (docs/lr-schedulers.md).
 inline void add_scheduler_version_keys(nlohmann::json& state) {
 #if DTL_TORCH_2
   state["_is_initial"] = false;

@@ -67,9 +67,6 @@ class CyclicLR : public LRScheduler {
   std::vector<double> max_momentums_;
 };
 
-/// OneCycleLR's annealing (Python's `anneal_strategy`).
-enum class AnnealStrategy { cos, linear };
-
 /// OneCycleLR's arguments, with Python's names and defaults. Give `total_steps`, or `epochs`
 /// and `steps_per_epoch`:
 ///   dtl::lr::OneCycleLR(opt, {.max_lr = 0.1, .total_steps = 1000})

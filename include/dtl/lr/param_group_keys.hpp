@@ -1,9 +1,9 @@
-// dtl — the keys Python's LR schedulers keep in an optimizer's param_groups ('initial_lr', and
-// OneCycleLR's 'max_lr', 'min_lr', 'max_momentum', 'base_momentum'). LibTorch's OptimizerOptions
-// cannot hold extra keys, so they live here, per optimizer and group. They are shared state, as in
-// Python: a second scheduler on the same optimizer (SequentialLR, ChainedScheduler) reads the
-// 'initial_lr' the first one set, and checkpoints save them inside the optimizer's param_groups,
-// where Python's schedulers look for them after a load.
+// dtl — the keys Python's LR schedulers keep in an optimizer's param_groups ('initial_lr',
+// OneCycleLR's 'max_lr', 'min_lr', 'max_momentum', 'base_momentum', and SWALR's 'swa_lr').
+// LibTorch's OptimizerOptions cannot hold extra keys, so they live here, per optimizer and group.
+// They are shared state, as in Python: a second scheduler on the same optimizer (SequentialLR,
+// ChainedScheduler) reads the 'initial_lr' the first one set, and checkpoints save them inside
+// the optimizer's param_groups, where Python's schedulers look for them after a load.
 #ifndef DTL_LR_PARAM_GROUP_KEYS_HPP
 #define DTL_LR_PARAM_GROUP_KEYS_HPP
 
@@ -23,9 +23,10 @@ namespace dtl::inline DTL_ABI::lr::detail {
 /// One group's keys, name → value.
 using GroupKeys = std::map<std::string, double, std::less<>>;
 
-/// The keys a scheduler may add to a group, in the order Python adds them.
-inline constexpr const char* kSchedulerGroupKeys[] = {"initial_lr", "max_lr", "min_lr", "max_momentum",
-                                                      "base_momentum"};
+/// The keys a scheduler may add to a group: OneCycleLR's in the order Python adds them (its
+/// phases index them, so new keys go at the end), then SWALR's.
+inline constexpr const char* kSchedulerGroupKeys[] = {"initial_lr",   "max_lr",        "min_lr",
+                                                      "max_momentum", "base_momentum", "swa_lr"};
 
 /// Keyed by the optimizer's address; the weak_ptr tells a live optimizer from a dead one whose
 /// address was reused, so a new optimizer never inherits an old one's keys.

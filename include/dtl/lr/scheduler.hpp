@@ -39,6 +39,9 @@ struct PerGroup {
                                                       std::size_t groups) const;
 };
 
+/// How OneCycleLR and SWALR anneal (Python's `anneal_strategy`, "cos" or "linear").
+enum class AnnealStrategy { cos, linear };
+
 namespace detail {
 
 /// Where a group's momentum lives: SGD's and RMSprop's `momentum`, Adam's and AdamW's `betas[0]`
