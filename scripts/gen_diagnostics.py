@@ -32,7 +32,6 @@ TESTS = ROOT / "tests" / "compile_fail"
 PAGE = ROOT / "docs" / "diagnostics.md"
 PREFIX = "DTL_DIAG_"
 PART_PREFIX = "DTL_DIAG_PART_"
-FIELDS = ("Means", "Fix", "Untested", "Inline")
 
 
 def rel(path):
@@ -274,14 +273,11 @@ def parse_catalogue(problems):
                 problems.add(f"{where}:{lineno}", f"a `///` comment above {name}, which is not a {PREFIX}* entry")
             doc_lines, doc_start = [], None
             in_intro = False
-        else:
-            if doc_lines and s:
+        else:  # a blank line or another directive ends a group's introduction and a `///` comment
+            if doc_lines:
                 problems.add(f"{where}:{doc_start}", "a `///` comment that no #define follows")
-            if not s:
-                if doc_lines:
-                    problems.add(f"{where}:{doc_start}", "a `///` comment that no #define follows")
-                doc_lines, doc_start = [], None
-                in_intro = False
+            doc_lines, doc_start = [], None
+            in_intro = False
         i += 1
     for e in entries.values():
         w = f"{where}:{e.line}"
