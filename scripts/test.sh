@@ -9,8 +9,8 @@
 #      run, and the CUDA test set says in one line that there is no GPU here (scripts/gpu-check.sh
 #      runs it where there is one);
 #   2. Debian's LibTorch 1.13 (libtorch-dev), what `apt install` users have.
-# The torch-free parts (the config/sampler tests, the sanitizer runs, the plot and docs checks)
-# run once. `--only torch2|debian` runs one configuration (for local work). Each part's time is
+# The torch-free parts (the config/sampler tests, the sanitizer runs, the plot, diagnostics-page
+# and docs checks) run once. `--only torch2|debian` runs one configuration (for local work). Each part's time is
 # printed, and a table of them at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -191,6 +191,7 @@ if [ -x "$core/tests/dtl_core_tests" ]; then
   doctest_suite prefetcher_asan "$core/tests/prefetcher_address"
 fi
 check plot_metrics bash tests/tools/plot_metrics_test.sh
+check diagnostics_page python3 scripts/gen_diagnostics.py --check
 check docs_site env DTL_SKIP_SETUP=1 bash scripts/docs.sh
 check layering python3 tools/check_layering.py
 mark "torch-free tests, plots, docs"

@@ -4,6 +4,7 @@
 
 #include <dtl/detail/abi.hpp>
 
+#include <dtl/detail/diagnostics.hpp>
 #include <dtl/metrics.hpp>
 
 #include <ATen/core/Dict.h>
@@ -70,17 +71,15 @@ consteval bool same_hook() {
   return std::is_same_v<typename member_function_type<T>::type, typename member_function_type<Base>::type>;
 }
 
-#define DTL_CHECK_HOOK(hook, expected)                                                         \
-  if constexpr (requires { &T::hook; }) {                                                      \
-    static_assert(same_hook<decltype(&T::hook), decltype(&PyTorchCallback::hook)>(),           \
-                  "dtl: this callback declares " #hook                                         \
-                  " with a signature PyTorchCallback does not have, "                          \
-                  "so the Trainer would never call it. Declare it as: " expected " override"); \
+#define DTL_CHECK_HOOK(hook, expected)                                               \
+  if constexpr (requires { &T::hook; }) {                                            \
+    static_assert(same_hook<decltype(&T::hook), decltype(&PyTorchCallback::hook)>(), \
+                  DTL_DIAG_CALLBACK_HOOK_SIGNATURE(hook, expected));                 \
   }
 
 template <class T>
 consteval bool check_callback_hooks() {
-  static_assert(std::is_base_of_v<PyTorchCallback, T>, "dtl: a callback must derive from dtl::PyTorchCallback");
+  static_assert(std::is_base_of_v<PyTorchCallback, T>, DTL_DIAG_CALLBACK_HOOKS_NOT_DERIVED);
   DTL_CHECK_HOOK(
       on_trial_startup,
       "void on_trial_startup(std::int64_t first_batch_idx, const std::optional<std::string>& checkpoint_uuid)")
@@ -123,10 +122,7 @@ struct NamedCallback {
   /// Anything else: the error says what a callback is.
   template <class T>
   requires(!std::derived_from<T, PyTorchCallback>) NamedCallback(std::string, std::shared_ptr<T>) {  // NOLINT
-    static_assert(std::derived_from<T, PyTorchCallback>,
-                  "dtl: build_callbacks(): a callback must derive from dtl::PyTorchCallback "
-                  "(struct MyCallback : dtl::PyTorchCallback { void on_validation_end(const dtl::MetricsJson&) "
-                  "override; }), as Determined's derive from det.pytorch.PyTorchCallback");
+    static_assert(std::derived_from<T, PyTorchCallback>, DTL_DIAG_CALLBACK_NOT_DERIVED);
   }
 };
 

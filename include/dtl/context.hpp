@@ -388,9 +388,7 @@ class PyTorchTrialContext {
       using T = typename detail::unary_vector_function<F>::value_type;
       return add_reducer<Named>(std::make_shared<SimpleReducer<T, F>>(std::forward<X>(x)), std::move(name), phases);
     } else {
-      static_assert(detail::always_false<U>,
-                    "dtl: wrap_reducer takes a MetricReducer (reset, per_slot_reduce, cross_slot_reduce), by value or "
-                    "std::shared_ptr, or a function of one `const std::vector<T>&` (every value passed to update)");
+      static_assert(detail::always_false<U>, DTL_DIAG_REDUCER_NOT_A_REDUCER);
       return std::shared_ptr<U>();
     }
   }

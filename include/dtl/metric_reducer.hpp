@@ -8,6 +8,7 @@
 
 #include <dtl/detail/always_false.hpp>
 #include <dtl/detail/compiled_lib.hpp>
+#include <dtl/detail/diagnostics.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/reducer.hpp>
 
@@ -146,27 +147,15 @@ inline constexpr bool is_dynamic_json = std::is_same_v<T, nlohmann::json> || std
 template <class R, bool Named>
 consteval bool diagnose_reducer() {
   if constexpr (!HasReset<R>) {
-    static_assert(always_false<R>,
-                  "dtl: wrap_reducer: a MetricReducer needs `void reset()` (called at the start of "
-                  "every training workload and validation)");
+    static_assert(always_false<R>, DTL_DIAG_REDUCER_NO_RESET);
   } else if constexpr (!HasPerSlotReduce<R>) {
-    static_assert(always_false<R>,
-                  "dtl: wrap_reducer: a MetricReducer needs `per_slot_reduce()` returning this "
-                  "rank's value as a type nlohmann::json can hold (a number, vector, map, ...)");
+    static_assert(always_false<R>, DTL_DIAG_REDUCER_NO_PER_SLOT_REDUCE);
   } else if constexpr (!HasCrossSlotReduce<R>) {
-    static_assert(always_false<R>,
-                  "dtl: wrap_reducer: a MetricReducer needs `cross_slot_reduce(const "
-                  "std::vector<PerSlot>&)`, PerSlot being per_slot_reduce()'s type, returning the metric");
+    static_assert(always_false<R>, DTL_DIAG_REDUCER_NO_CROSS_SLOT_REDUCE);
   } else if constexpr (Named && is_metric_dict<reducer_result_t<R>>) {
-    static_assert(always_false<R>,
-                  "dtl: wrap_reducer: this reducer has a name, so it reports one metric, but its "
-                  "cross_slot_reduce returns a map of metrics. Drop the name to merge the map into "
-                  "the metrics, or return a single value.");
+    static_assert(always_false<R>, DTL_DIAG_REDUCER_NAMED_RETURNS_MAP);
   } else if constexpr (!Named && !is_metric_dict<reducer_result_t<R>> && !is_dynamic_json<reducer_result_t<R>>) {
-    static_assert(always_false<R>,
-                  "dtl: wrap_reducer: without a name, cross_slot_reduce must return a map of metric "
-                  "names to values (std::map<std::string, V>). Give the reducer a name to report "
-                  "one value: ctx.wrap_reducer(reducer, \"my_metric\").");
+    static_assert(always_false<R>, DTL_DIAG_REDUCER_UNNAMED_RETURNS_SCALAR);
   }
   return true;
 }

@@ -10,6 +10,7 @@
 #include <dtl/callback.hpp>
 #include <dtl/data/batch.hpp>
 #include <dtl/data/raw_loader.hpp>
+#include <dtl/detail/diagnostics.hpp>
 #include <dtl/metrics.hpp>
 #include <dtl/reducer.hpp>
 #include <dtl/units.hpp>
@@ -160,47 +161,23 @@ namespace detail {
 template <class T>
 consteval bool diagnose_trial() {
   if constexpr (!DerivesPyTorchTrial<T>) {
-    static_assert(always_false<T>,
-                  "dtl: a trial must derive from dtl::PyTorchTrial<itself> (CRTP): "
-                  "class MyTrial : public dtl::PyTorchTrial<MyTrial> { ... };");
+    static_assert(always_false<T>, DTL_DIAG_TRIAL_NOT_CRTP);
   } else if constexpr (!HasTrainingDataLoader<T>) {
-    static_assert(always_false<T>,
-                  "dtl: the trial has no build_training_data_loader() returning a dtl::DataLoader. Add: "
-                  "auto build_training_data_loader() { return dtl::DataLoader(train_set, {.batch_size = "
-                  "ctx.get_per_slot_batch_size(), .shuffle = true}); }");
+    static_assert(always_false<T>, DTL_DIAG_TRIAL_NO_TRAINING_LOADER);
   } else if constexpr (!HasValidationDataLoader<T>) {
-    static_assert(always_false<T>,
-                  "dtl: the trial has no build_validation_data_loader() returning a dtl::DataLoader. Add: "
-                  "auto build_validation_data_loader() { return dtl::DataLoader(val_set, {.batch_size = "
-                  "ctx.get_per_slot_batch_size()}); }");
+    static_assert(always_false<T>, DTL_DIAG_TRIAL_NO_VALIDATION_LOADER);
   } else if constexpr (!ReproducibleLoaders<T>) {
-    static_assert(always_false<T>,
-                  "dtl: build_training_data_loader() / build_validation_data_loader() must return a dtl::DataLoader, "
-                  "which dtl can shuffle, shard and skip reproducibly (so resume and multi-rank training are exact). "
-                  "To iterate another range of batches as it is (no sharding; the data restarts on resume), opt out "
-                  "in the trial: static constexpr bool disable_dataset_reproducibility_checks = true;");
+    static_assert(always_false<T>, DTL_DIAG_TRIAL_LOADER_NOT_REPRODUCIBLE);
   } else if constexpr (!HasTrainBatch<T>) {
-    static_assert(always_false<T>,
-                  "dtl: train_batch has the wrong parameters. It must be callable as "
-                  "train_batch(Batch& batch, std::int64_t epoch_idx, std::int64_t batch_idx), where Batch is "
-                  "the batch_type of build_training_data_loader()'s loader.");
+    static_assert(always_false<T>, DTL_DIAG_TRIAL_TRAIN_BATCH_PARAMS);
   } else if constexpr (!TrainBatchReturnsMetrics<T>) {
-    static_assert(always_false<T>,
-                  "dtl: train_batch must return dtl::Metrics (e.g. return {{\"loss\", loss}};) or the loss "
-                  "torch::Tensor, which becomes {\"loss\": loss}.");
+    static_assert(always_false<T>, DTL_DIAG_TRIAL_TRAIN_BATCH_RETURN);
   } else if constexpr (HasEvaluateBatch<T> && HasEvaluateFullDataset<T>) {
-    static_assert(always_false<T>,
-                  "dtl: the trial defines both evaluate_batch and evaluate_full_dataset; define exactly one "
-                  "(evaluate_batch lets dtl shard and reduce validation for you).");
+    static_assert(always_false<T>, DTL_DIAG_TRIAL_BOTH_EVALUATE);
   } else if constexpr (!HasEvaluateBatch<T> && !HasEvaluateFullDataset<T>) {
-    static_assert(always_false<T>,
-                  "dtl: the trial defines neither evaluate_batch nor evaluate_full_dataset; define exactly one: "
-                  "dtl::Metrics evaluate_batch(Batch& batch, std::int64_t batch_idx) or "
-                  "dtl::Metrics evaluate_full_dataset(Loader& loader).");
+    static_assert(always_false<T>, DTL_DIAG_TRIAL_NEITHER_EVALUATE);
   } else if constexpr (!EvaluateReturnsMetrics<T>) {
-    static_assert(always_false<T>,
-                  "dtl: evaluate_batch / evaluate_full_dataset must return dtl::Metrics, e.g. "
-                  "return {{\"validation_loss\", loss}, {\"accuracy\", acc}};");
+    static_assert(always_false<T>, DTL_DIAG_TRIAL_EVALUATE_RETURN);
   }
   return true;
 }

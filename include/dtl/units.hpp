@@ -5,6 +5,7 @@
 #include <dtl/detail/abi.hpp>
 
 #include <dtl/detail/always_false.hpp>
+#include <dtl/detail/diagnostics.hpp>
 
 #include <algorithm>
 #include <concepts>
@@ -84,9 +85,7 @@ class Length {
   template <class I>
     requires std::is_arithmetic_v<I>
   Length(I) : Length(Batch{1}) {  // NOLINT(google-explicit-constructor); delegating keeps this the first error
-    static_assert(detail::always_false<I>,
-                  "dtl: a length or period needs a unit: write dtl::Batch{N} or dtl::Epoch{N}, "
-                  "not a bare number (Determined's max_length=Batch(N) / Epoch(N))");
+    static_assert(detail::always_false<I>, DTL_DIAG_LENGTH_BARE_NUMBER);
   }
 
   [[nodiscard]] bool is_batches() const noexcept { return std::holds_alternative<Batch>(unit_); }

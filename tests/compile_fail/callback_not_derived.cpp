@@ -1,4 +1,4 @@
-// expect-first: a callback must derive from dtl::PyTorchCallback
+// expect-first: build_callbacks(): a callback must derive from dtl::PyTorchCallback
 // A type with Determined's hook names that does not derive from PyTorchCallback would have its
 // hooks never called; the error names the rule instead of a generic "no matching constructor".
 #include "trial_base.hpp"

@@ -1,4 +1,4 @@
-// expect: skip() must be the last stage
+// expect: skip() must be the last stage, so that it counts what the trainer consumed (batches)
 // The sampler order grammar: nothing may follow skip().
 #include <dtl/samplers/pipeline.hpp>
 

@@ -11,6 +11,7 @@
 #include <dtl/checkpoint/pickle.hpp>
 #include <dtl/checkpoint/torch_save.hpp>
 #include <dtl/checkpoint/zip_crc.hpp>
+#include <dtl/detail/diagnostics.hpp>
 #include <dtl/errors.hpp>
 
 #include <ATen/core/Dict.h>
@@ -41,8 +42,7 @@
 
 namespace dtl::inline DTL_ABI::detail {
 
-static_assert(std::endian::native == std::endian::little,
-              "torch.save records hold native little-endian bytes; big-endian hosts are not supported");
+static_assert(std::endian::native == std::endian::little, DTL_DIAG_BIG_ENDIAN_HOST);
 
 /// Python's storage class for a dtype ("FloatStorage"), or nullptr when torch.save has none
 /// that dtl supports (quantized and complex-half types).

@@ -4,6 +4,7 @@
 #define DTL_CONFIG_HPARAMS_HPP
 
 #include <dtl/detail/compiled_lib.hpp>
+#include <dtl/detail/diagnostics.hpp>
 #include <dtl/detail/did_you_mean.hpp>
 #include <dtl/errors.hpp>
 
@@ -116,9 +117,7 @@ T hparam_convert(const nlohmann::json& value, std::string_view name) {
     }
     return out;
   } else {
-    static_assert(dependent_false<T>,
-                  "dtl: a hyperparameter can be read as bool, an integer type, a floating-point type, std::string, "
-                  "nlohmann::json, or std::vector of one of these; read it as nlohmann::json and convert it yourself");
+    static_assert(dependent_false<T>, DTL_DIAG_HPARAM_TYPE);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include <dtl/detail/diagnostics.hpp>
 #include <dtl/errors.hpp>
 
 #include <array>
@@ -142,9 +143,7 @@ template <class T>
     if (data.empty()) throw DataError("dtl: data_length: empty map has no batch size");
     return data_length(data.begin()->second);
   } else {
-    static_assert(detail::contains_tensor<U>(),
-                  "dtl: data_length: this batch type holds no tensor, so its length is unknown; "
-                  "override get_batch_length(batch) in your trial");
+    static_assert(detail::contains_tensor<U>(), DTL_DIAG_BATCH_NO_TENSOR);
     return 0;
   }
 }

@@ -16,6 +16,7 @@
 #include <dtl/data/dataset.hpp>
 #include <dtl/data/prefetcher.hpp>
 #include <dtl/detail/always_false.hpp>
+#include <dtl/detail/diagnostics.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/samplers/pipeline.hpp>
 
@@ -133,23 +134,14 @@ inline constexpr bool repeats_before_batch<batch_node<U>> = U::has_repeat;
 template <class P>
 consteval bool check_batch_sampler() {
   if constexpr (!is_pipeline<P>) {
-    static_assert(always_false<P>,
-                  "dtl::DataLoader: a batch_sampler must be a dtl::samplers pipeline ending in batch(), e.g. "
-                  "dtl::samplers::sequential(n) | dtl::samplers::shuffle(seed) | dtl::samplers::batch(32), so that "
-                  "the Trainer can repeat, shard and skip it reproducibly");
+    static_assert(always_false<P>, DTL_DIAG_LOADER_SAMPLER_NOT_PIPELINE);
     return false;
   } else if constexpr (!P::is_batched) {
-    static_assert(always_false<P>,
-                  "dtl::DataLoader: a batch_sampler yields batches of indices: end the pipeline with "
-                  "dtl::samplers::batch(size)");
+    static_assert(always_false<P>, DTL_DIAG_LOADER_SAMPLER_NOT_BATCHED);
     return false;
   } else if constexpr ((P::node_type::has_repeat && !repeats_before_batch<typename P::node_type>) ||
                        P::node_type::has_shard || P::node_type::has_skip) {
-    static_assert(always_false<P>,
-                  "dtl::DataLoader: a batch_sampler describes one epoch: leave out repeat(), shard() and skip(); "
-                  "the Trainer adds them itself (Determined's adapt_batch_sampler). For batches that run across "
-                  "epoch ends (Python's BatchSampler(RepeatSampler(s), b)), repeat the indices before batching: "
-                  "sequential(n) | shuffle(seed) | repeat() | batch(b)");
+    static_assert(always_false<P>, DTL_DIAG_LOADER_SAMPLER_NOT_ONE_EPOCH);
     return false;
   } else {
     return true;
@@ -374,10 +366,7 @@ class DataLoader {
     }
   }
   [[nodiscard]] auto adapt_evaluation(const AdaptOptions& a) const {
-    static_assert(!repeats_indices,
-                  "dtl::DataLoader: this batch_sampler repeats its indices (repeat() before batch()) and never "
-                  "ends: it can train, but validation and stream() need one pass. Build the validation loader "
-                  "without repeat(): sequential(n) | batch(b)");
+    static_assert(!repeats_indices, DTL_DIAG_LOADER_REPEATING_VALIDATION);
     check_world(a);
     return make_stream(base_pipeline(a.seed) | samplers::shard(a.rank, a.world), AdaptOptions{}, false);
   }

@@ -19,9 +19,7 @@
 #include <dtl/samplers/skip.hpp>
 
 #include <dtl/detail/always_false.hpp>
-
-#define DTL_SAMPLERS_RIGHT_ORDER \
-  "sequential(n) | shuffle(seed) | repeat() | shard(rank, world) | batch(size) | skip(k)"
+#include <dtl/detail/diagnostics.hpp>
 
 namespace dtl::inline DTL_ABI::detail {
 
@@ -33,39 +31,25 @@ consteval bool check_order() {
   constexpr bool is_repeat = std::is_same_v<Stage, samplers::repeat_stage>;
   constexpr bool is_batch = std::is_same_v<Stage, samplers::batch_stage>;
   if constexpr (is_shuffle && Node::has_repeat) {
-    static_assert(always_false<Stage>,
-                  "dtl: shuffle() after repeat() never ends an epoch, so the shuffle would never finish. Put "
-                  "shuffle() before repeat(): " DTL_SAMPLERS_RIGHT_ORDER);
+    static_assert(always_false<Stage>, DTL_DIAG_SAMPLER_SHUFFLE_AFTER_REPEAT);
     return false;
   } else if constexpr (is_batch && Node::has_skip) {
-    static_assert(always_false<Stage>,
-                  "dtl: batch() after skip() would count the skip in records, but Determined counts batches (the "
-                  "skip is the number of batches already trained). Put batch() before skip(): " DTL_SAMPLERS_RIGHT_ORDER);
+    static_assert(always_false<Stage>, DTL_DIAG_SAMPLER_BATCH_AFTER_SKIP);
     return false;
   } else if constexpr (is_repeat && Node::has_skip) {
-    static_assert(always_false<Stage>,
-                  "dtl: skip() must be the last stage: skip() before repeat() would skip again in every epoch. Put "
-                  "skip() last: " DTL_SAMPLERS_RIGHT_ORDER);
+    static_assert(always_false<Stage>, DTL_DIAG_SAMPLER_SKIP_BEFORE_REPEAT);
     return false;
   } else if constexpr (Node::has_skip) {
-    static_assert(always_false<Stage>,
-                  "dtl: skip() must be the last stage, so that it counts what the trainer consumed (batches) and "
-                  "happens once. Put skip() last: " DTL_SAMPLERS_RIGHT_ORDER);
+    static_assert(always_false<Stage>, DTL_DIAG_SAMPLER_SKIP_NOT_LAST);
     return false;
   } else if constexpr (is_repeat && Node::has_shard) {
-    static_assert(always_false<Stage>,
-                  "dtl: shard() before repeat() lets the ranks drift apart: a rank with a shorter shard starts its "
-                  "next epoch early, and the ranks' lengths stop matching. Put shard() after repeat(): " DTL_SAMPLERS_RIGHT_ORDER);
+    static_assert(always_false<Stage>, DTL_DIAG_SAMPLER_SHARD_BEFORE_REPEAT);
     return false;
   } else if constexpr (is_repeat && Node::has_repeat) {
-    static_assert(always_false<Stage>,
-                  "dtl: repeat() twice: the first repeat() never ends, so the second does nothing. Keep one "
-                  "repeat(): " DTL_SAMPLERS_RIGHT_ORDER);
+    static_assert(always_false<Stage>, DTL_DIAG_SAMPLER_REPEAT_TWICE);
     return false;
   } else if constexpr (is_batch && Node::has_batch) {
-    static_assert(always_false<Stage>,
-                  "dtl: batch() twice would make batches of batches, which dtl's samplers do not support. Use one "
-                  "batch(size): " DTL_SAMPLERS_RIGHT_ORDER);
+    static_assert(always_false<Stage>, DTL_DIAG_SAMPLER_BATCH_TWICE);
     return false;
   } else {
     return true;
@@ -73,7 +57,5 @@ consteval bool check_order() {
 }
 
 }  // namespace dtl::detail
-
-#undef DTL_SAMPLERS_RIGHT_ORDER
 
 #endif  // DTL_SAMPLERS_ORDER_HPP

@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <dtl/detail/diagnostics.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/samplers/batch.hpp>
 #include <dtl/samplers/node.hpp>
@@ -263,9 +264,7 @@ auto from(R&& range) {
     using view = std::views::all_t<R>;
     return detail::pipeline_access::make(detail::range_node<view>(std::views::all(std::forward<R>(range))));
   } else {
-    static_assert(detail::always_false<R>,
-                  "dtl: from(range) needs a sized, re-iterable (forward) range of integer indices, e.g. "
-                  "std::vector<std::int64_t>; or start from sequential(n).");
+    static_assert(detail::always_false<R>, DTL_DIAG_SAMPLER_FROM_NOT_INDICES);
     return detail::rejected_pipeline{};
   }
 }
@@ -293,10 +292,7 @@ auto operator|(Left&& left, Stage&& stage) {
   } else if constexpr (detail::IndexRange<Left>) {
     return from(std::forward<Left>(left)) | std::forward<Stage>(stage);
   } else {
-    static_assert(detail::always_false<L>,
-                  "dtl: a sampler pipeline starts with its source, sequential(n) or from(range of indices), "
-                  "then its stages: sequential(n) | shuffle(seed) | repeat() | shard(rank, world) | "
-                  "batch(size) | skip(k)");
+    static_assert(detail::always_false<L>, DTL_DIAG_SAMPLER_NO_SOURCE);
     return detail::rejected_pipeline{};
   }
 }
