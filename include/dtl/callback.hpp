@@ -105,6 +105,9 @@ consteval bool check_callback_hooks() {
 
 #undef DTL_CHECK_HOOK
 
+template <class T>
+concept NotCallback = !std::derived_from<T, PyTorchCallback>;
+
 }  // namespace detail
 
 /// One entry of `build_callbacks()`: a name (what checkpoints store its state under) and the
@@ -114,14 +117,14 @@ struct NamedCallback {
   std::string name;
   std::shared_ptr<PyTorchCallback> callback;
 
-  template <class T>
-  requires std::derived_from<T, PyTorchCallback> NamedCallback(std::string n, std::shared_ptr<T> cb)
-      : name(std::move(n)), callback(std::move(cb)) {  // NOLINT
+  template <std::derived_from<PyTorchCallback> T>
+  NamedCallback(std::string n, std::shared_ptr<T> cb)  // NOLINT(google-explicit-constructor)
+      : name(std::move(n)), callback(std::move(cb)) {
     static_assert(detail::check_callback_hooks<T>());
   }
   /// Anything else: the error says what a callback is.
-  template <class T>
-  requires(!std::derived_from<T, PyTorchCallback>) NamedCallback(std::string, std::shared_ptr<T>) {  // NOLINT
+  template <detail::NotCallback T>
+  NamedCallback(std::string, std::shared_ptr<T>) {  // NOLINT(google-explicit-constructor)
     static_assert(std::derived_from<T, PyTorchCallback>, DTL_DIAG_CALLBACK_NOT_DERIVED);
   }
 };

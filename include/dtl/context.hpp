@@ -69,14 +69,17 @@ struct RunOverrides {
 };
 
 namespace detail {
+/// What wrap_lr_scheduler refuses with a diagnostic: a scheduler (or a pointer to one) without step().
+template <class S>
+concept NotLRScheduler = !LRSchedulerLike<pointee_t<std::remove_cvref_t<S>>>;
+
 /// A model as configure_apex_amp takes it: a ModuleHolder (`torch::nn::Linear`, a TORCH_MODULE
 /// type) or a std::shared_ptr to a module.
 struct ModuleRef {
   template <class T>
   ModuleRef(const torch::nn::ModuleHolder<T>& m) : ptr(m.ptr()) {}  // NOLINT(google-explicit-constructor)
-  template <class T>
-  requires std::derived_from<T, torch::nn::Module> ModuleRef(const std::shared_ptr<T>& m)  // NOLINT
-      : ptr(m) {}
+  template <std::derived_from<torch::nn::Module> T>
+  ModuleRef(const std::shared_ptr<T>& m) : ptr(m) {}  // NOLINT(google-explicit-constructor)
   std::shared_ptr<torch::nn::Module> ptr;
 };
 
@@ -136,14 +139,12 @@ class PyTorchTrialContext {
   /// Registers an optimizer and returns a shared handle to it (pass it to step_optimizer and
   /// to LR schedulers). `backward_passes_per_step` is accepted for Determined parity; gradient
   /// aggregation across batches is `aggregation_frequency` (dtl::init).
-  template <class O>
-  requires std::derived_from<O, torch::optim::Optimizer> std::shared_ptr<O> wrap_optimizer(
-      O optimizer, std::int64_t backward_passes_per_step = 1) {
+  template <std::derived_from<torch::optim::Optimizer> O>
+  std::shared_ptr<O> wrap_optimizer(O optimizer, std::int64_t backward_passes_per_step = 1) {
     return wrap_optimizer(std::make_shared<O>(std::move(optimizer)), backward_passes_per_step);
   }
-  template <class O>
-  requires std::derived_from<O, torch::optim::Optimizer> std::shared_ptr<O> wrap_optimizer(
-      std::shared_ptr<O> optimizer, std::int64_t backward_passes_per_step = 1) {
+  template <std::derived_from<torch::optim::Optimizer> O>
+  std::shared_ptr<O> wrap_optimizer(std::shared_ptr<O> optimizer, std::int64_t backward_passes_per_step = 1) {
     if (backward_passes_per_step < 1)
       throw InvalidExperimentException("dtl: wrap_optimizer: backward_passes_per_step must be >= 1");
     OptimizerEntry e{optimizer, {}};
@@ -194,20 +195,13 @@ class PyTorchTrialContext {
 
   /// Anything else is a compile error that says what to do: a scheduler that steps on a metric
   /// (ReduceLROnPlateau) cannot be stepped by the Trainer.
-  template <class S>
-  requires(!LRSchedulerLike<detail::pointee_t<std::remove_cvref_t<S>>>) void wrap_lr_scheduler(S&&, StepMode,
-                                                                                               std::int64_t = 1) {
+  template <detail::NotLRScheduler S>
+  void wrap_lr_scheduler(S&&, StepMode, std::int64_t = 1) {
     using T = detail::pointee_t<std::remove_cvref_t<S>>;
     static_assert(
-        !requires(T & t) { t.step(1.0); },
-        "dtl: wrap_lr_scheduler: this scheduler steps on a metric (ReduceLROnPlateau), which the Trainer "
-        "does not have after a batch; to step it after every validation, return "
-        "std::make_shared<dtl::callbacks::ReduceLROnPlateauEveryValidation>(optimizer, \"validation_loss\") "
-        "from build_callbacks() (dtl/callbacks.hpp); or call step(metric) yourself");
+        !requires(T & t) { t.step(1.0); }, DTL_DIAG_LR_STEPS_ON_METRIC);
     static_assert(
-        requires(T & t) { t.step(1.0); },
-        "dtl: wrap_lr_scheduler takes a scheduler with step(): a dtl::lr scheduler, torch::optim::StepLR, "
-        "or your own type, by value or std::shared_ptr");
+        requires(T & t) { t.step(1.0); }, DTL_DIAG_LR_NOT_A_SCHEDULER);
   }
 
   /// Registers a custom reducer (Determined's `wrap_reducer`) and returns it, to be fed with

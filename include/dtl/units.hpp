@@ -20,6 +20,10 @@ namespace dtl::inline DTL_ABI {
 
 namespace detail {
 
+/// A bare number, which a Length refuses with a diagnostic (a length has a unit).
+template <class I>
+concept Arithmetic = std::is_arithmetic_v<I>;
+
 /// What Batch and Epoch share. An integer is a *period* (fires when `n % value == 0`, any
 /// value < 1 fires every time); a list is a *schedule* (fires when `n` is in it). `Unit` is the
 /// derived type, so a Batch and an Epoch never convert into each other.
@@ -82,8 +86,7 @@ class Length {
  public:
   Length(Batch b) : unit_(std::move(b)) {}  // NOLINT(google-explicit-constructor): the point is implicit use
   Length(Epoch e) : unit_(std::move(e)) {}  // NOLINT(google-explicit-constructor)
-  template <class I>
-    requires std::is_arithmetic_v<I>
+  template <detail::Arithmetic I>
   Length(I) : Length(Batch{1}) {  // NOLINT(google-explicit-constructor); delegating keeps this the first error
     static_assert(detail::always_false<I>, DTL_DIAG_LENGTH_BARE_NUMBER);
   }

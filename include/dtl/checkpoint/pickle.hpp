@@ -101,6 +101,9 @@ inline constexpr std::array<std::pair<std::string_view, int>, 12> kStorageTypes{
 
 struct Value;
 
+template <class I>
+concept NonBoolIntegral = std::integral<I> && !std::same_as<I, bool>;
+
 /// Python's list. Containers have reference semantics, as in Python: copying a Value shares
 /// the container, which is what a pickle's memo references (BINGET) mean.
 struct List {
@@ -144,9 +147,8 @@ struct Value {
   Value() noexcept = default;
   Value(None) noexcept {}
   Value(bool b) noexcept : v(b) {}
-  template <std::integral I>
-  requires(!std::same_as<I, bool>) Value(I i)
-  noexcept : v(static_cast<std::int64_t>(i)) {}
+  template <NonBoolIntegral I>
+  Value(I i) noexcept : v(static_cast<std::int64_t>(i)) {}
   template <std::floating_point F>
   Value(F d) noexcept : v(static_cast<double>(d)) {}
   Value(std::string s) noexcept : v(std::move(s)) {}

@@ -181,8 +181,11 @@ class DataLoader {
 
   /// torch's `DataLoader(dataset, batch_sampler=...)`: `batch_size`, `shuffle` and `drop_last`
   /// must keep their defaults, since the batch sampler decides them.
-  DataLoader(D dataset, BatchSampler batch_sampler, DataLoaderOptions options = {},
-             Collate collate = {}) requires(has_user_sampler&& detail::check_batch_sampler<BatchSampler>())
+  // clang-format 14 runs a requires-clause into the declaration it constrains:
+  // clang-format off
+  DataLoader(D dataset, BatchSampler batch_sampler, DataLoaderOptions options = {}, Collate collate = {})
+    requires(has_user_sampler && detail::check_batch_sampler<BatchSampler>())
+      // clang-format on
       : dataset_(std::move(dataset)),
         options_(options),
         collate_(std::move(collate)),
@@ -451,10 +454,12 @@ class DataLoader {
 
 template <class D, class Collate = DefaultCollate>
 DataLoader(D, DataLoaderOptions, Collate = {}) -> DataLoader<D, Collate>;
+// clang-format 14 runs a requires-clause into the declaration it constrains:
+// clang-format off
 template <class D, class BatchSampler, class Collate = DefaultCollate>
-requires(!std::is_convertible_v<BatchSampler, DataLoaderOptions>)
-    DataLoader(D, BatchSampler, DataLoaderOptions = {}, Collate = {})
-->DataLoader<D, Collate, BatchSampler>;
+  requires(!std::is_convertible_v<BatchSampler, DataLoaderOptions>)
+DataLoader(D, BatchSampler, DataLoaderOptions = {}, Collate = {}) -> DataLoader<D, Collate, BatchSampler>;
+// clang-format on
 
 }  // namespace dtl
 

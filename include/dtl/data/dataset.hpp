@@ -23,6 +23,8 @@ namespace dtl::inline DTL_ABI {
 /// A map-style dataset: `size()` examples, `get(i)` returns example i (any collatable type).
 /// Copies should be cheap (hold tensors or a shared_ptr): loaders keep one by value.
 namespace detail {
+template <class T>
+concept TensorLike = std::same_as<std::remove_cvref_t<T>, torch::Tensor>;
 template <std::size_t>
 using tensor_for = torch::Tensor;
 template <std::size_t N, class = std::make_index_sequence<N>>
@@ -54,9 +56,12 @@ using example_t = std::remove_cvref_t<decltype(std::declval<const D&>().get(std:
 template <std::size_t N>
 class TensorDataset {
  public:
-  template <class... Ts>
-    requires(sizeof...(Ts) == N && (std::same_as<std::remove_cvref_t<Ts>, torch::Tensor> && ...))
+  // clang-format 14 runs a requires-clause into the declaration it constrains:
+  // clang-format off
+  template <detail::TensorLike... Ts>
+    requires(sizeof...(Ts) == N)
   explicit TensorDataset(Ts&&... tensors) : tensors_{std::forward<Ts>(tensors)...} {
+    // clang-format on
     std::apply(
         [](const auto& first, const auto&... rest) {
           if (first.dim() == 0) throw DataError("dtl::TensorDataset: tensors need a first (example) dimension");

@@ -337,8 +337,6 @@
 /// Python this fails at the first `step()`.
 /// Fix: Return `dtl::callbacks::ReduceLROnPlateauEveryValidation` from `build_callbacks()`,
 /// which steps it after every validation, or call `step(metric)` yourself.
-/// Inline: `wrap_lr_scheduler` in include/dtl/context.hpp, which is being refactored, still spells
-/// this text; it is to name the entry instead.
 #define DTL_DIAG_LR_STEPS_ON_METRIC                                                                     \
   "dtl: wrap_lr_scheduler: this scheduler steps on a metric (ReduceLROnPlateau), which the Trainer "    \
   "does not have after a batch; to step it after every validation, return "                             \
@@ -349,8 +347,6 @@
 /// Means: The Trainer could never step it.
 /// Fix: Pass a `dtl::lr` scheduler, a `torch::optim` one such as `StepLR`, or your own type with
 /// `step()`, by value or `std::shared_ptr`.
-/// Inline: `wrap_lr_scheduler` in include/dtl/context.hpp, which is being refactored, still spells
-/// this text; it is to name the entry instead.
 #define DTL_DIAG_LR_NOT_A_SCHEDULER                                                                   \
   "dtl: wrap_lr_scheduler takes a scheduler with step(): a dtl::lr scheduler, torch::optim::StepLR, " \
   "or your own type, by value or std::shared_ptr"

@@ -47,9 +47,12 @@ inline std::size_t edit_distance(std::string_view a, std::string_view b) {
 /// to unrelated short names. Ties go to the earlier candidate.
 ///
 ///     closest_match("epoch", std::vector<std::string>{"batches", "epochs"}) == "epochs"
-template <std::ranges::input_range Candidates>
-requires std::convertible_to<std::ranges::range_reference_t<Candidates>, std::string_view> std::optional<std::string>
-closest_match(std::string_view word, Candidates&& candidates) {
+template <class R>
+concept StringViewRange =
+    std::ranges::input_range<R> && std::convertible_to<std::ranges::range_reference_t<R>, std::string_view>;
+
+template <StringViewRange Candidates>
+std::optional<std::string> closest_match(std::string_view word, Candidates&& candidates) {
   const std::size_t limit = std::clamp<std::size_t>(word.size() / 3, 1, 3);
   std::optional<std::string> best;
   std::size_t best_distance = limit + 1;
@@ -69,9 +72,8 @@ closest_match(std::string_view word, Candidates&& candidates) {
 /// splice it into one error line unconditionally.
 ///
 ///     "unknown flag '--sed'" + did_you_mean("--sed", flags) + "; see --help"
-template <std::ranges::input_range Candidates>
-requires std::convertible_to<std::ranges::range_reference_t<Candidates>, std::string_view> std::string did_you_mean(
-    std::string_view word, Candidates&& candidates) {
+template <StringViewRange Candidates>
+std::string did_you_mean(std::string_view word, Candidates&& candidates) {
   auto match = closest_match(word, std::forward<Candidates>(candidates));
   return match ? " (did you mean '" + *match + "'?)" : std::string();
 }
