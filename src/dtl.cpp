@@ -1,6 +1,7 @@
 // libdtl: dtl's non-template functions compiled once, for programs built with DTL_COMPILED_LIB
-// (include/dtl/detail/compiled_lib.hpp). Each header's definitions live in its -inl.hpp file;
-// header-only programs include those through the headers instead.
+// (include/dtl/detail/compiled_lib.hpp): every -inl.hpp file, where a header keeps its heavy
+// definitions; header-only programs include those through the headers instead. Headers with no
+// -inl.hpp define their functions in place, in both modes.
 #ifndef DTL_COMPILED_LIB
 #error "src/dtl.cpp is libdtl: compile it with -DDTL_COMPILED_LIB, as every program that links it"
 #endif
@@ -8,8 +9,6 @@
 #include <dtl/amp/apex-inl.hpp>
 #include <dtl/amp/grad_scaler-inl.hpp>
 #include <dtl/callbacks/early_stopping-inl.hpp>
-#include <dtl/callbacks/lr_monitor-inl.hpp>
-#include <dtl/callbacks/monitor-inl.hpp>
 #include <dtl/callbacks/reduce_lr_on_plateau-inl.hpp>
 #include <dtl/checkpoint/checkpoint-inl.hpp>
 #include <dtl/checkpoint/torch_save-inl.hpp>
@@ -27,11 +26,7 @@
 #include <dtl/lr/cosine-inl.hpp>
 #include <dtl/lr/cyclic-inl.hpp>
 #include <dtl/lr/decay-inl.hpp>
-#include <dtl/lr/lambda-inl.hpp>
-#include <dtl/lr/param_group_keys-inl.hpp>
 #include <dtl/lr/scheduler-inl.hpp>
 #include <dtl/lr/swa-inl.hpp>
-#include <dtl/metric_reducer-inl.hpp>
 #include <dtl/profiler-inl.hpp>
 #include <dtl/reducer-inl.hpp>
-#include <dtl/samplers/sampler_state_json-inl.hpp>

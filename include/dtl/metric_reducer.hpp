@@ -6,8 +6,8 @@
 #ifndef DTL_METRIC_REDUCER_HPP
 #define DTL_METRIC_REDUCER_HPP
 
+#include <dtl/detail/abi.hpp>
 #include <dtl/detail/always_false.hpp>
-#include <dtl/detail/compiled_lib.hpp>
 #include <dtl/detail/diagnostics.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/reducer.hpp>
@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <concepts>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <optional>
@@ -194,12 +195,39 @@ struct PreparedReducers {
   std::vector<WrappedReducer*> active;
   nlohmann::json mine = nlohmann::json::array();
 };
-DTL_INLINE PreparedReducers prepare_reducers(std::vector<WrappedReducer>& reducers, bool training);
+inline PreparedReducers prepare_reducers(std::vector<WrappedReducer>& reducers, bool training) {
+  PreparedReducers p;
+  for (auto& w : reducers)
+    if (training ? w.phases.for_training : w.phases.for_validation) {
+      p.active.push_back(&w);
+      p.mine.push_back(w.ops->per_slot());
+    }
+  return p;
+}
 
 /// cross_slot_reduce of every prepared reducer over `per_rank` (each rank's `mine`, in rank
 /// order), written into `metrics`.
-DTL_INLINE void finish_reducers(const PreparedReducers& p, const std::vector<nlohmann::json>& per_rank,
-                                MetricsJson& metrics);
+inline void finish_reducers(const PreparedReducers& p, const std::vector<nlohmann::json>& per_rank,
+                            MetricsJson& metrics) {
+  for (std::size_t i = 0; i < p.active.size(); ++i) {
+    std::vector<nlohmann::json> slots;
+    slots.reserve(per_rank.size());
+    for (const auto& rank : per_rank) slots.push_back(rank.at(i));
+    nlohmann::json result = p.active[i]->ops->cross_slot(slots);
+    if (p.active[i]->name) {
+      if (result.is_object())
+        throw InvalidExperimentException("dtl: the reducer wrapped with name '" + *p.active[i]->name +
+                                         "' returned a map of metrics; with a name it must return one value");
+      metrics[*p.active[i]->name] = std::move(result);
+    } else {
+      if (!result.is_object())
+        throw InvalidExperimentException(
+            "dtl: a reducer wrapped without a name must return a map of metric names to values, but returned " +
+            result.dump() + "; give it a name to report a single value");
+      for (auto& [k, v] : result.items()) metrics[k] = v;
+    }
+  }
+}
 
 /// End of a phase: every reducer flagged for it reduces on this rank, the per-slot values are
 /// gathered (`gather`: one JSON array per reducer → that reducer's values from every rank), and
@@ -215,9 +243,5 @@ void report_reducers(std::vector<WrappedReducer>& reducers, bool training, Metri
 
 }  // namespace detail
 }  // namespace dtl
-
-#ifndef DTL_COMPILED_LIB
-#include <dtl/metric_reducer-inl.hpp>
-#endif
 
 #endif  // DTL_METRIC_REDUCER_HPP

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../support/errors.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -17,6 +19,8 @@ namespace {
 using namespace std::literals;
 namespace pk = dtl::detail::pickle;
 using pk::Value;
+using test_support::contains;
+using test_support::error_of;
 
 std::string unhex(std::string_view h) {
   std::string out;
@@ -35,19 +39,6 @@ std::string hex(std::string_view b) {
   }
   return out;
 }
-
-// The message of the CheckpointError `f` throws ("" when it throws nothing).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const dtl::CheckpointError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
 
 pk::TensorRef tensor(std::string key, std::string type, std::int64_t numel, std::int64_t offset,
                      std::vector<std::int64_t> sizes, std::vector<std::int64_t> strides, bool requires_grad = false) {
@@ -238,7 +229,8 @@ TEST_CASE("pickle: reads collections.Counter as its dict (MultiStepLR's mileston
   CHECK(v == Value::dict({{"milestones", Value::dict({{30, 1}, {80, 2}})}}));
   // Counter() (no milestones) and a Counter of anything but a dict.
   CHECK(pk::load("\x80\x02" "ccollections\nCounter\n)R."sv) == Value::dict());
-  const auto e = error_of([] { (void)pk::load("\x80\x02" "ccollections\nCounter\n]\x85R."sv); });
+  const auto e =
+      error_of<dtl::CheckpointError>([] { (void)pk::load("\x80\x02" "ccollections\nCounter\n]\x85R."sv); });
   CHECK(contains(e, "collections.Counter is only accepted with no arguments or one dict"));
 }
 
@@ -252,7 +244,7 @@ TEST_CASE("pickle: reads what LibTorch's torch::pickle_save writes") {
       {"tensors", Value::list({tensor("1", "LongStorage", 1, 0, {1}, {1})})},
   });
   CHECK(v == expected);
-  CHECK(contains(error_of([] {
+  CHECK(contains(error_of<dtl::CheckpointError>([] {
                    (void)pk::load(
                        "\x80\x02"
                        "ctorch.jit._pickle\nbuild_intlist\nK\x01\x85R."sv);
@@ -318,86 +310,86 @@ TEST_CASE("pickle: batching follows CPython's C pickler") {
 
 TEST_CASE("pickle: refuses globals outside the allow-list without executing anything") {
   // The classic: cos\nsystem\n(S'echo pwned'\ntR.
-  std::string e = error_of([] { (void)pk::load("cos\nsystem\n(S'echo pwned'\ntR."sv); });
+  std::string e = error_of<dtl::CheckpointError>([] { (void)pk::load("cos\nsystem\n(S'echo pwned'\ntR."sv); });
   CHECK(contains(e, "refusing the global 'os.system'"));
   CHECK(contains(e, "without ever executing code"));
   CHECK(contains(e, "byte 0 (GLOBAL)"));
-  e = error_of([] {
+  e = error_of<dtl::CheckpointError>([] {
     (void)pk::load(
         "\x80\x02"
         "cbuiltins\neval\nX\x04\x00\x00\x00"
         "1+1\x85R."sv);
   });
   CHECK(contains(e, "'builtins.eval'"));
-  e = error_of([] {
+  e = error_of<dtl::CheckpointError>([] {
     (void)pk::load(
         "\x80\x02"
         "c__builtin__\neval\n)R."sv);
   });
   CHECK(contains(e, "'builtins.eval'"));
   // STACK_GLOBAL (protocol 4) resolves through the same allow-list.
-  e = error_of([] {
+  e = error_of<dtl::CheckpointError>([] {
     (void)pk::load(
         "\x80\x04\x8c\x08"
         "builtins\x8c\x04"
         "eval\x93)R."sv);
   });
   CHECK(contains(e, "'builtins.eval'"));
-  e = error_of([] { (void)pk::load("\x80\x04\x8c\x05posix\x8c\x06system\x93."sv); });
+  e = error_of<dtl::CheckpointError>([] { (void)pk::load("\x80\x04\x8c\x05posix\x8c\x06system\x93."sv); });
   CHECK(contains(e, "'posix.system'"));
   // torch names outside the list are refused too.
-  e = error_of([] {
+  e = error_of<dtl::CheckpointError>([] {
     (void)pk::load(
         "\x80\x02"
         "ctorch\nload\n."sv);
   });
   CHECK(contains(e, "'torch.load'"));
-  e = error_of([] {
+  e = error_of<dtl::CheckpointError>([] {
     (void)pk::load(
         "\x80\x02"
         "ctorch\nEvilStorage\n."sv);
   });
   CHECK(contains(e, "'torch.EvilStorage'"));
   // REDUCE/NEWOBJ/BUILD only on what they are allowed for.
-  e = error_of([] {
+  e = error_of<dtl::CheckpointError>([] {
     (void)pk::load(
         "\x80\x02"
         "ctorch\nFloatStorage\n)R."sv);
   });
   CHECK(contains(e, "calling torch.FloatStorage is not supported"));
-  e = error_of([] { (void)pk::load("\x80\x02])R."sv); });
+  e = error_of<dtl::CheckpointError>([] { (void)pk::load("\x80\x02])R."sv); });
   CHECK(contains(e, "REDUCE calls a list, which is not an allowed callable"));
-  e = error_of([] {
+  e = error_of<dtl::CheckpointError>([] {
     (void)pk::load(
         "\x80\x02"
         "ccollections\nOrderedDict\nK\x01\x85R."sv);
   });
   CHECK(contains(e, "only accepted with no arguments"));
-  e = error_of([] {
+  e = error_of<dtl::CheckpointError>([] {
     (void)pk::load(
         "\x80\x02"
         "ctorch._utils\n_rebuild_tensor_v2\n)\x81."sv);
   });
   CHECK(contains(e, "NEWOBJ may only create a collections.OrderedDict"));
-  e = error_of([] { (void)pk::load("\x80\x02]}b."sv); });
+  e = error_of<dtl::CheckpointError>([] { (void)pk::load("\x80\x02]}b."sv); });
   CHECK(contains(e, "BUILD may only set an OrderedDict's attributes"));
-  e = error_of([] {
+  e = error_of<dtl::CheckpointError>([] {
     (void)pk::load(
         "\x80\x02"
         "c_codecs\nencode\nX\x01\x00\x00\x00xX\x05\x00\x00\x00utf-8\x86R."sv);
   });
   CHECK(contains(e, "encode(str, 'latin1')"));
-  e = error_of([] { (void)pk::load("\x80\x02(ios\nsystem\n."sv); });
+  e = error_of<dtl::CheckpointError>([] { (void)pk::load("\x80\x02(ios\nsystem\n."sv); });
   CHECK(contains(e, "refusing to create an object"));
   // A global never becomes data.
-  e = error_of([] {
+  e = error_of<dtl::CheckpointError>([] {
     (void)pk::load(
         "\x80\x02"
         "ccollections\nOrderedDict\n."sv);
   });
   CHECK(contains(e, "the global collections.OrderedDict cannot be used as data"));
   // Only storage persistent ids.
-  e = error_of([] {
+  e = error_of<dtl::CheckpointError>([] {
     (void)pk::load(
         "\x80\x02X\x04\x00\x00\x00"
         "evil\x85Q."sv);
@@ -465,7 +457,7 @@ TEST_CASE("pickle: malformed input throws CheckpointError naming the offset") {
   };
   for (const auto& c : cases) {
     CAPTURE(hex(c.bytes));
-    const std::string e = error_of([&] { (void)pk::load(c.bytes); });
+    const std::string e = error_of<dtl::CheckpointError>([&] { (void)pk::load(c.bytes); });
     CHECK(contains(e, c.message));
     CHECK(contains(e, "dtl: pickle: byte "));
   }
@@ -475,9 +467,10 @@ TEST_CASE("pickle: malformed input throws CheckpointError naming the offset") {
            std::string(static_cast<std::size_t>(depth - 1), 'a') + ".";
   };
   CHECK_NOTHROW((void)pk::load(nested(1000)));
-  CHECK(contains(error_of([&] { (void)pk::load(nested(1001)); }), "deeper than 1000"));
-  CHECK(contains(error_of([&] { (void)pk::load(nested(200000)); }), "deeper than 1000"));
-  CHECK(contains(error_of([&] { (void)pk::load(nested(200000).substr(0, 300000)); }), "ends before its STOP"));
+  CHECK(contains(error_of<dtl::CheckpointError>([&] { (void)pk::load(nested(1001)); }), "deeper than 1000"));
+  CHECK(contains(error_of<dtl::CheckpointError>([&] { (void)pk::load(nested(200000)); }), "deeper than 1000"));
+  CHECK(contains(error_of<dtl::CheckpointError>([&] { (void)pk::load(nested(200000).substr(0, 300000)); }),
+                 "ends before its STOP"));
   // Garbage the result does not reach (deep, cyclic) is freed too, without recursing or leaking.
   const std::string deep_garbage = nested(200000);
   CHECK(pk::load(deep_garbage.substr(0, deep_garbage.size() - 1) + "N.") == Value());
@@ -494,13 +487,16 @@ TEST_CASE("pickle: malformed input throws CheckpointError naming the offset") {
   std::string strings = "\x80\x02X\x00\x00\x10\x00"s + std::string(1 << 20, 'x') + "q\x00("s;
   for (int i = 0; i < 200; ++i) strings += "h\x00"s;
   strings += "l.";
-  CHECK(contains(error_of([&] { (void)pk::load(strings); }), "size limit"));
+  CHECK(contains(error_of<dtl::CheckpointError>([&] { (void)pk::load(strings); }), "size limit"));
   // dump refuses what Python could not read back.
-  CHECK(contains(error_of([] { (void)pk::dump(Value(std::string("\xff"))); }), "not valid UTF-8"));
-  CHECK(contains(error_of([] { (void)pk::dump(Value(tensor("0", "QuatStorage", 1, 0, {1}, {1}))); }),
-                 "unknown storage type"));
-  CHECK(contains(error_of([] { (void)pk::dump(Value(tensor("0", "FloatStorage", 1, 0, {2}, {1}))); }),
-                 "does not fit its storage"));
+  CHECK(
+      contains(error_of<dtl::CheckpointError>([] { (void)pk::dump(Value(std::string("\xff"))); }), "not valid UTF-8"));
+  CHECK(contains(
+      error_of<dtl::CheckpointError>([] { (void)pk::dump(Value(tensor("0", "QuatStorage", 1, 0, {1}, {1}))); }),
+      "unknown storage type"));
+  CHECK(contains(
+      error_of<dtl::CheckpointError>([] { (void)pk::dump(Value(tensor("0", "FloatStorage", 1, 0, {2}, {1}))); }),
+      "does not fit its storage"));
 }
 
 TEST_CASE("pickle: fuzzing valid pickles only ever yields values or CheckpointError") {

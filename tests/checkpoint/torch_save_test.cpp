@@ -5,6 +5,7 @@
 #include <dtl/checkpoint/state_dict.hpp>
 #include <dtl/checkpoint/torch_save.hpp>
 
+#include "../support/errors.hpp"
 #include "../support/external.hpp"
 
 #include <nlohmann/json.hpp>
@@ -24,6 +25,8 @@ namespace fs = std::filesystem;
 using c10::IValue;
 using dtl::detail::load_pickle_archive;
 using dtl::detail::save_pickle_archive;
+using test_support::contains;
+using test_support::error_of;
 
 // A fresh scratch directory, removed at scope exit.
 struct Scratch {
@@ -67,16 +70,6 @@ c10::impl::GenericDict str_dict() { return c10::impl::GenericDict(c10::StringTyp
 c10::impl::GenericDict int_dict() { return c10::impl::GenericDict(c10::IntType::get(), c10::AnyType::get()); }
 c10::impl::GenericList any_list() { return c10::impl::GenericList(c10::AnyType::get()); }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const dtl::CheckpointError& e) {
-    return e.what();
-  }
-  return "";
-}
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
 // Same dtype, geometry, values and requires_grad.
 bool same_tensor(const at::Tensor& a, const at::Tensor& b) {
   return a.scalar_type() == b.scalar_type() && a.sizes() == b.sizes() && a.strides() == b.strides() &&
@@ -106,7 +99,7 @@ void write_archive(const fs::path& file, const std::string& pkl,
 }
 
 // The test cases live in the namespace too: in the unity build, helpers of other files with
-// the same names (contains, error_of) must not collide with these.
+// the same names (Scratch, ramp, ...) must not collide with these.
 
 TEST_CASE("torch_save: C++ round trip of nested values, every dtype, shared storages and views") {
   Scratch s;
@@ -228,15 +221,17 @@ TEST_CASE("torch_save: reads what LibTorch's torch::pickle_save wrote (dtl's ear
 TEST_CASE("torch_save: errors name the file and the problem") {
   namespace pk = dtl::detail::pickle;
   Scratch s;
-  std::string e = error_of([&] { (void)load_pickle_archive(s / "missing.pth"); });
+  std::string e = error_of<dtl::CheckpointError>([&] { (void)load_pickle_archive(s / "missing.pth"); });
   CHECK(contains(e, "missing.pth"));
   CHECK(contains(e, "does not exist"));
   std::ofstream(s / "empty.pth").close();
-  CHECK(contains(error_of([&] { (void)load_pickle_archive(s / "empty.pth"); }), "is not a torch.save file"));
+  CHECK(contains(error_of<dtl::CheckpointError>([&] { (void)load_pickle_archive(s / "empty.pth"); }),
+                 "is not a torch.save file"));
   std::ofstream(s / "text.pth") << "hello world, not a zip";
-  CHECK(contains(error_of([&] { (void)load_pickle_archive(s / "text.pth"); }), "is not a torch.save file"));
+  CHECK(contains(error_of<dtl::CheckpointError>([&] { (void)load_pickle_archive(s / "text.pth"); }),
+                 "is not a torch.save file"));
   std::ofstream(s / "legacy.pth", std::ios::binary) << "\x80\x02\x8a\x0a";
-  e = error_of([&] { (void)load_pickle_archive(s / "legacy.pth"); });
+  e = error_of<dtl::CheckpointError>([&] { (void)load_pickle_archive(s / "legacy.pth"); });
   CHECK(contains(e, "legacy"));
   CHECK(contains(e, "_use_new_zipfile_serialization=True"));
 
@@ -249,7 +244,7 @@ TEST_CASE("torch_save: errors name the file and the problem") {
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::ofstream(s / "truncated.pth", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   }
-  e = error_of([&] { (void)load_pickle_archive(s / "truncated.pth"); });
+  e = error_of<dtl::CheckpointError>([&] { (void)load_pickle_archive(s / "truncated.pth"); });
   CHECK(contains(e, "truncated.pth"));
   CHECK(contains(e, "cannot be read as a torch zip archive"));
 
@@ -262,11 +257,11 @@ TEST_CASE("torch_save: errors name the file and the problem") {
   t.strides = {1};
   const std::string pkl = pk::dump(pk::Value::dict({{"w", t}}));
   write_archive(s / "no_storage.pth", pkl, {});
-  e = error_of([&] { (void)load_pickle_archive(s / "no_storage.pth"); });
+  e = error_of<dtl::CheckpointError>([&] { (void)load_pickle_archive(s / "no_storage.pth"); });
   CHECK(contains(e, "no_storage.pth"));
   CHECK(contains(e, "data/0 that a tensor needs is missing"));
   write_archive(s / "short.pth", pkl, {{"data/0", std::string(16, '\0')}});
-  e = error_of([&] { (void)load_pickle_archive(s / "short.pth"); });
+  e = error_of<dtl::CheckpointError>([&] { (void)load_pickle_archive(s / "short.pth"); });
   CHECK(contains(e, "holds 16 bytes but its FloatStorage of 10 elements needs 40"));
   write_archive(s / "no_pkl.pth", "", {});
   {
@@ -274,31 +269,35 @@ TEST_CASE("torch_save: errors name the file and the problem") {
     w.writeRecord("other.txt", "x", 1);
     w.writeEndOfFile();
   }
-  CHECK(contains(error_of([&] { (void)load_pickle_archive(s / "other.pth"); }), "has no data.pkl record"));
+  CHECK(contains(error_of<dtl::CheckpointError>([&] { (void)load_pickle_archive(s / "other.pth"); }),
+                 "has no data.pkl record"));
   // A malicious pickle inside a well-formed archive.
   write_archive(s / "evil.pth", "cos\nsystem\n(S'touch pwned'\ntR.", {});
-  e = error_of([&] { (void)load_pickle_archive(s / "evil.pth"); });
+  e = error_of<dtl::CheckpointError>([&] { (void)load_pickle_archive(s / "evil.pth"); });
   CHECK(contains(e, "evil.pth: data.pkl: dtl: pickle: byte 0 (GLOBAL): refusing the global 'os.system'"));
   // Dict keys c10 cannot type.
   write_archive(s / "mixed.pth", pk::dump(pk::Value::dict({{1, 1}, {"a", 2}})), {});
-  CHECK(contains(error_of([&] { (void)load_pickle_archive(s / "mixed.pth"); }), "mixes key types"));
+  CHECK(
+      contains(error_of<dtl::CheckpointError>([&] { (void)load_pickle_archive(s / "mixed.pth"); }), "mixes key types"));
 
   // Saving: a missing directory, values with no torch.save form, a storage viewed as two dtypes.
-  e = error_of([&] { save_pickle_archive(root, s / "no" / "such" / "dir.pth"); });
+  e = error_of<dtl::CheckpointError>([&] { save_pickle_archive(root, s / "no" / "such" / "dir.pth"); });
   CHECK(contains(e, "cannot create"));
   CHECK(contains(e, "dir.pth"));
-  CHECK(contains(error_of([&] { save_pickle_archive(IValue(c10::Device("cpu")), s / "x.pth"); }),
+  CHECK(contains(error_of<dtl::CheckpointError>([&] { save_pickle_archive(IValue(c10::Device("cpu")), s / "x.pth"); }),
                  "has no torch.save form"));
   CHECK_FALSE(fs::exists(s / "x.pth"));
   auto two = str_dict();
   const auto f = torch::zeros({4});
   two.insert("f", f);
   two.insert("i", f.view(torch::kInt));
-  CHECK(contains(error_of([&] { save_pickle_archive(two, s / "x.pth"); }), "different dtypes"));
-  CHECK(contains(error_of([&] { save_pickle_archive(IValue(at::Tensor()), s / "x.pth"); }), "undefined tensor"));
+  CHECK(contains(error_of<dtl::CheckpointError>([&] { save_pickle_archive(two, s / "x.pth"); }), "different dtypes"));
+  CHECK(contains(error_of<dtl::CheckpointError>([&] { save_pickle_archive(IValue(at::Tensor()), s / "x.pth"); }),
+                 "undefined tensor"));
   c10::impl::GenericDict bool_keys(c10::BoolType::get(), c10::AnyType::get());
   bool_keys.insert(true, 1);
-  CHECK(contains(error_of([&] { save_pickle_archive(bool_keys, s / "x.pth"); }), "need all str or all int keys"));
+  CHECK(contains(error_of<dtl::CheckpointError>([&] { save_pickle_archive(bool_keys, s / "x.pth"); }),
+                 "need all str or all int keys"));
 }
 
 TEST_CASE("torch_save: Python's torch.load(weights_only=True) reads dtl's files") {
@@ -621,7 +620,7 @@ print("written")
 
   // Files that would run code are refused before anything runs.
   for (const char* name : {"evil_system.pth", "evil_eval.pth"}) {
-    const std::string e = error_of([&] { (void)load_pickle_archive(s / name); });
+    const std::string e = error_of<dtl::CheckpointError>([&] { (void)load_pickle_archive(s / name); });
     CAPTURE(e);
     CHECK(contains(e, name));
     CHECK((contains(e, "refusing the global 'posix.system'") || contains(e, "refusing the global 'builtins.eval'")));

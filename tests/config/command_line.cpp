@@ -1,14 +1,18 @@
 // Tests for include/dtl/config/command_line.hpp.
 #include <dtl/config/command_line.hpp>
 
-#include <functional>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
 #include <doctest/doctest.h>
 
+#include "../support/errors.hpp"
+
 namespace {
+
+using test_support::contains;
+using test_support::error_of;
 
 dtl::CommandLine parse(std::initializer_list<const char*> args) {
   std::vector<const char*> argv{"./trial"};
@@ -17,16 +21,9 @@ dtl::CommandLine parse(std::initializer_list<const char*> args) {
 }
 
 // The message of the ConfigError `parse(args)` throws, or "<no error>".
-std::string error_of(std::initializer_list<const char*> args) {
-  try {
-    (void)parse(args);
-  } catch (const dtl::ConfigError& e) {
-    return e.what();
-  }
-  return "<no error>";
+std::string parse_error(std::initializer_list<const char*> args) {
+  return error_of<dtl::ConfigError>([&] { (void)parse(args); });
 }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 bool one_line(const std::string& text) { return text.find('\n') == std::string::npos; }
 
@@ -130,80 +127,80 @@ TEST_SUITE("config/command_line") {
   }
 
   TEST_CASE("unknown flags suggest the closest known one") {
-    const std::string e = error_of({"--max-lenght", "epochs=1"});
+    const std::string e = parse_error({"--max-lenght", "epochs=1"});
     CHECK(e == "unknown flag '--max-lenght' (did you mean '--max-length'?); see --help");
-    CHECK(contains(error_of({"--max_length=epochs=1"}), "did you mean '--max-length'?"));
-    CHECK(contains(error_of({"--sed", "1"}), "did you mean '--seed'?"));
-    CHECK(contains(error_of({"--hparm", "a=1"}), "did you mean '--hparam'?"));
-    CHECK(contains(error_of({"--testmode"}), "did you mean '--test-mode'?"));
-    CHECK(contains(error_of({"-config", "x.yaml"}), "did you mean '--config'?"));
-    const std::string far = error_of({"--learning-rate", "1"});
+    CHECK(contains(parse_error({"--max_length=epochs=1"}), "did you mean '--max-length'?"));
+    CHECK(contains(parse_error({"--sed", "1"}), "did you mean '--seed'?"));
+    CHECK(contains(parse_error({"--hparm", "a=1"}), "did you mean '--hparam'?"));
+    CHECK(contains(parse_error({"--testmode"}), "did you mean '--test-mode'?"));
+    CHECK(contains(parse_error({"-config", "x.yaml"}), "did you mean '--config'?"));
+    const std::string far = parse_error({"--learning-rate", "1"});
     CHECK(far == "unknown flag '--learning-rate'; see --help");
   }
 
   TEST_CASE("missing and empty values") {
-    const std::string at_end = error_of({"--config"});
+    const std::string at_end = parse_error({"--config"});
     CHECK(contains(at_end, "missing value for '--config'"));
     CHECK(contains(at_end, "--config experiment.yaml"));
-    CHECK(contains(error_of({"--seed", "--test-mode"}), "missing value for '--seed'"));
-    CHECK(contains(error_of({"--max-length"}), "--max-length epochs=1"));
-    CHECK(contains(error_of({"--hparam"}), "missing value for '--hparam'"));
-    CHECK(contains(error_of({"--run-dir="}), "empty value for '--run-dir'"));
+    CHECK(contains(parse_error({"--seed", "--test-mode"}), "missing value for '--seed'"));
+    CHECK(contains(parse_error({"--max-length"}), "--max-length epochs=1"));
+    CHECK(contains(parse_error({"--hparam"}), "missing value for '--hparam'"));
+    CHECK(contains(parse_error({"--run-dir="}), "empty value for '--run-dir'"));
   }
 
   TEST_CASE("malformed --seed") {
-    const std::string e = error_of({"--seed", "abc"});
+    const std::string e = parse_error({"--seed", "abc"});
     CHECK(contains(e, "'--seed'"));
     CHECK(contains(e, "'abc'"));
     CHECK(contains(e, "--seed 42"));
-    CHECK(contains(error_of({"--seed", "-1"}), "'-1' is not a non-negative"));
-    CHECK(contains(error_of({"--seed=+3"}), "'+3'"));
-    CHECK(contains(error_of({"--seed", "1.5"}), "'1.5'"));
-    CHECK(contains(error_of({"--seed", "18446744073709551616"}), "64-bit"));
+    CHECK(contains(parse_error({"--seed", "-1"}), "'-1' is not a non-negative"));
+    CHECK(contains(parse_error({"--seed=+3"}), "'+3'"));
+    CHECK(contains(parse_error({"--seed", "1.5"}), "'1.5'"));
+    CHECK(contains(parse_error({"--seed", "18446744073709551616"}), "64-bit"));
   }
 
   TEST_CASE("malformed --max-length") {
-    const std::string bare = error_of({"--max-length", "10"});
+    const std::string bare = parse_error({"--max-length", "10"});
     CHECK(contains(bare, "'10' has no unit"));
     CHECK(contains(bare, "--max-length batches=10"));
-    const std::string negative = error_of({"--max-length", "epochs=-1"});
+    const std::string negative = parse_error({"--max-length", "epochs=-1"});
     CHECK(contains(negative, "positive integer"));
     CHECK(contains(negative, "'-1'"));
-    CHECK(contains(error_of({"--max-length", "epochs=0"}), "positive integer"));
-    CHECK(contains(error_of({"--max-length", "epochs=two"}), "'two'"));
-    CHECK(contains(error_of({"--max-length", "epochs="}), "positive integer"));
-    const std::string unit = error_of({"--max-length", "epoch=3"});
+    CHECK(contains(parse_error({"--max-length", "epochs=0"}), "positive integer"));
+    CHECK(contains(parse_error({"--max-length", "epochs=two"}), "'two'"));
+    CHECK(contains(parse_error({"--max-length", "epochs="}), "positive integer"));
+    const std::string unit = parse_error({"--max-length", "epoch=3"});
     CHECK(contains(unit, "unknown unit 'epoch'"));
     CHECK(contains(unit, "did you mean 'epochs'?"));
-    CHECK(contains(error_of({"--max-length", "forever"}), "not UNIT=N"));
+    CHECK(contains(parse_error({"--max-length", "forever"}), "not UNIT=N"));
   }
 
   TEST_CASE("malformed --hparam") {
-    const std::string no_eq = error_of({"--hparam", "lr"});
+    const std::string no_eq = parse_error({"--hparam", "lr"});
     CHECK(contains(no_eq, "'--hparam'"));
     CHECK(contains(no_eq, "no '='"));
     CHECK(contains(no_eq, "--hparam lr=VALUE"));
-    CHECK(contains(error_of({"--hparam", "=1"}), "no name"));
-    CHECK(contains(error_of({"--hparam", "a..b=1"}), "empty part"));
-    CHECK(contains(error_of({"--hparam", ".a=1"}), "empty part"));
+    CHECK(contains(parse_error({"--hparam", "=1"}), "no name"));
+    CHECK(contains(parse_error({"--hparam", "a..b=1"}), "empty part"));
+    CHECK(contains(parse_error({"--hparam", ".a=1"}), "empty part"));
   }
 
   TEST_CASE("positional arguments are rejected with a hint") {
-    const std::string plain = error_of({"train"});
+    const std::string plain = parse_error({"train"});
     CHECK(contains(plain, "unexpected argument 'train'"));
     CHECK(contains(plain, "see --help"));
-    CHECK(contains(error_of({"lr=0.1"}), "did you mean '--hparam lr=0.1'?"));
-    CHECK(contains(error_of({"const.yaml"}), "did you mean '--config const.yaml'?"));
-    CHECK(contains(error_of({"--seed", "1", "2"}), "unexpected argument '2'"));
-    CHECK(contains(error_of({"--"}), "unexpected argument '--'"));
-    CHECK(contains(error_of({"-"}), "unexpected argument '-'"));
+    CHECK(contains(parse_error({"lr=0.1"}), "did you mean '--hparam lr=0.1'?"));
+    CHECK(contains(parse_error({"const.yaml"}), "did you mean '--config const.yaml'?"));
+    CHECK(contains(parse_error({"--seed", "1", "2"}), "unexpected argument '2'"));
+    CHECK(contains(parse_error({"--"}), "unexpected argument '--'"));
+    CHECK(contains(parse_error({"-"}), "unexpected argument '-'"));
   }
 
   TEST_CASE("flags that take no value, and flags given twice") {
-    CHECK(contains(error_of({"--test-mode=true"}), "'--test-mode' takes no value"));
-    CHECK(contains(error_of({"--help=1"}), "'--help' takes no value"));
-    CHECK(contains(error_of({"--seed", "1", "--seed=2"}), "'--seed' is given twice"));
-    CHECK(contains(error_of({"--config", "a.yaml", "--config", "b.yaml"}), "'--config' is given twice"));
+    CHECK(contains(parse_error({"--test-mode=true"}), "'--test-mode' takes no value"));
+    CHECK(contains(parse_error({"--help=1"}), "'--help' takes no value"));
+    CHECK(contains(parse_error({"--seed", "1", "--seed=2"}), "'--seed' is given twice"));
+    CHECK(contains(parse_error({"--config", "a.yaml", "--config", "b.yaml"}), "'--config' is given twice"));
     CHECK(parse({"--test-mode", "--test-mode"}).test_mode);
   }
 
@@ -211,15 +208,16 @@ TEST_SUITE("config/command_line") {
     CHECK(parse({"--device", "cuda:1"}).device == "cuda:1");
     CHECK(parse({"--device=cpu"}).device == "cpu");
     CHECK_FALSE(parse({}).device);
-    CHECK(contains(error_of({"--device"}), "missing value for '--device'; write e.g. --device cuda:0"));
-    CHECK(contains(error_of({"--device", "cpu", "--device", "cuda"}), "'--device' is given twice"));
-    CHECK(contains(error_of({"--devices", "cpu"}), "did you mean '--device'"));
+    CHECK(contains(parse_error({"--device"}), "missing value for '--device'; write e.g. --device cuda:0"));
+    CHECK(contains(parse_error({"--device", "cpu", "--device", "cuda"}), "'--device' is given twice"));
+    CHECK(contains(parse_error({"--devices", "cpu"}), "did you mean '--device'"));
     CHECK(contains(dtl::CommandLine::usage("./trial"), "--device DEV"));
   }
 
   TEST_CASE("every error is one line") {
-    for (const auto& e : {error_of({"--max-lenght"}), error_of({"--seed", "x"}), error_of({"--max-length", "3"}),
-                          error_of({"--hparam", "x"}), error_of({"x"}), error_of({"--config"})}) {
+    for (const auto& e :
+         {parse_error({"--max-lenght"}), parse_error({"--seed", "x"}), parse_error({"--max-length", "3"}),
+          parse_error({"--hparam", "x"}), parse_error({"x"}), parse_error({"--config"})}) {
       CHECK(e != "<no error>");
       CHECK(one_line(e));
     }

@@ -5,30 +5,22 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <random>
 #include <string>
 
 #include <doctest/doctest.h>
 
+#include "../support/errors.hpp"
+
 namespace {
 
 using nlohmann::json;
 using Unit = dtl::LengthSpec::Unit;
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const dtl::ConfigError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using test_support::contains;
+using test_support::error_of;
 
 std::string parse_error(const std::string& yaml) {
-  return error_of([&] { (void)dtl::parse_experiment_config(yaml, "experiment.yaml"); });
+  return error_of<dtl::ConfigError>([&] { (void)dtl::parse_experiment_config(yaml, "experiment.yaml"); });
 }
 
 json yaml(const std::string& text) { return dtl::detail::parse_yaml_text(text, "test.yaml"); }
@@ -243,7 +235,7 @@ nested: {a: {b: [true, ~]}}
     CHECK(contains(tabs, "experiment.yaml:3:"));
     const std::string dup = parse_error("name: a\nname: b\n");
     CHECK(contains(dup, "experiment.yaml:2:1: duplicate key 'name'"));
-    CHECK(contains(error_of([] { (void)yaml("!!int abc"); }), "is tagged"));
+    CHECK(contains(error_of<dtl::ConfigError>([] { (void)yaml("!!int abc"); }), "is tagged"));
   }
 
   TEST_CASE("hostile YAML is refused in bounded time and memory: alias bombs, deep nesting") {
@@ -320,8 +312,9 @@ nested: {a: {b: [true, ~]}}
             "hyperparameters": {"lr": {"type": "const", "val": 0.1}}})",
         "exp.json");
     CHECK(cfg.max_length() == dtl::LengthSpec{Unit::records, 6400});
-    CHECK(contains(error_of([] { (void)dtl::parse_experiment_config("{\"searcher\": {,}}", "exp.json"); }),
-                   "exp.json:1:15: syntax error"));
+    CHECK(contains(
+        error_of<dtl::ConfigError>([] { (void)dtl::parse_experiment_config("{\"searcher\": {,}}", "exp.json"); }),
+        "exp.json:1:15: syntax error"));
     CHECK(cfg.hyperparameters() == json{{"lr", 0.1}});
   }
 
@@ -432,7 +425,7 @@ nested: {a: {b: [true, ~]}}
   TEST_CASE("accessors check a raw value edited after parsing") {
     auto cfg = dtl::parse_experiment_config("searcher: {metric: loss}", "exp.yaml");
     cfg.raw["searcher"]["max_length"] = "long";
-    CHECK(contains(error_of([&] { (void)cfg.max_length(); }), "exp.yaml: searcher.max_length"));
+    CHECK(contains(error_of<dtl::ConfigError>([&] { (void)cfg.max_length(); }), "exp.yaml: searcher.max_length"));
     dtl::ExperimentConfig empty;
     CHECK(empty.hyperparameters() == json::object());
     CHECK(empty.searcher_metric().empty());
@@ -447,15 +440,17 @@ nested: {a: {b: [true, ~]}}
     CHECK(cfg.max_length() == dtl::LengthSpec{Unit::batches, 937});
 
     const auto missing = dir.path / "nope.yaml";
-    const std::string e = error_of([&] { (void)dtl::load_experiment_config(missing); });
+    const std::string e = error_of<dtl::ConfigError>([&] { (void)dtl::load_experiment_config(missing); });
     CHECK(contains(e, "cannot read experiment config '" + missing.string() + "': no such file"));
     CHECK(contains(e, "--config"));
-    CHECK(contains(error_of([&] { (void)dtl::load_experiment_config(dir.path); }), "is a directory"));
+    CHECK(contains(error_of<dtl::ConfigError>([&] { (void)dtl::load_experiment_config(dir.path); }), "is a directory"));
 
     const auto bad = dir.write("bad.yaml", "searcher:\n  max_length: {epochs: 1, batches: 2}\n");
-    CHECK(contains(error_of([&] { (void)dtl::load_experiment_config(bad); }), bad.string() + ": searcher.max_length"));
+    CHECK(contains(error_of<dtl::ConfigError>([&] { (void)dtl::load_experiment_config(bad); }),
+                   bad.string() + ": searcher.max_length"));
     const auto broken = dir.write("broken.yaml", "a: [1,\n");
-    CHECK(contains(error_of([&] { (void)dtl::load_experiment_config(broken); }), broken.string() + ":"));
+    CHECK(contains(error_of<dtl::ConfigError>([&] { (void)dtl::load_experiment_config(broken); }),
+                   broken.string() + ":"));
   }
 
   TEST_CASE("load_hparams_file reads JSON or YAML mappings") {
@@ -466,21 +461,23 @@ nested: {a: {b: [true, ~]}}
     const auto as_yaml = dir.write("hp.yaml", "lr: 1e-2\nname: resnet\nnested:\n  depth: 3\n");
     CHECK(dtl::load_hparams_file(as_yaml) == json{{"lr", 0.01}, {"name", "resnet"}, {"nested", {{"depth", 3}}}});
 
-    CHECK(contains(error_of([&] { (void)dtl::load_hparams_file(dir.write("list.json", "[1, 2]")); }),
+    CHECK(contains(error_of<dtl::ConfigError>([&] { (void)dtl::load_hparams_file(dir.write("list.json", "[1, 2]")); }),
                    "list.json: expected a mapping at the top level"));
-    CHECK(contains(error_of([&] { (void)dtl::load_hparams_file(dir.write("list.yaml", "- 1\n")); }),
+    CHECK(contains(error_of<dtl::ConfigError>([&] { (void)dtl::load_hparams_file(dir.write("list.yaml", "- 1\n")); }),
                    "list.yaml: expected a mapping at the top level"));
-    CHECK(contains(error_of([&] { (void)dtl::load_hparams_file(dir.write("empty.yaml", "")); }),
+    CHECK(contains(error_of<dtl::ConfigError>([&] { (void)dtl::load_hparams_file(dir.write("empty.yaml", "")); }),
                    "the document is empty"));
     const auto missing = dir.path / "missing.json";
-    const std::string e = error_of([&] { (void)dtl::load_hparams_file(missing); });
+    const std::string e = error_of<dtl::ConfigError>([&] { (void)dtl::load_hparams_file(missing); });
     CHECK(contains(e, "cannot read hyperparameters file '" + missing.string() + "'"));
     CHECK(contains(e, "--hparams"));
     // YAML would read this as {lr: null}; a .json file is held to JSON.
-    const std::string bad = error_of([&] { (void)dtl::load_hparams_file(dir.write("bad.json", "{\n  \"lr\": }")); });
+    const std::string bad =
+        error_of<dtl::ConfigError>([&] { (void)dtl::load_hparams_file(dir.write("bad.json", "{\n  \"lr\": }")); });
     CHECK(contains(bad, "bad.json:2:9: syntax error"));
     CHECK(contains(bad, "fix the JSON syntax"));
-    CHECK(contains(error_of([&] { (void)dtl::load_hparams_file(dir.write("empty.json", "")); }), "empty.json:1:1:"));
+    CHECK(contains(error_of<dtl::ConfigError>([&] { (void)dtl::load_hparams_file(dir.write("empty.json", "")); }),
+                   "empty.json:1:1:"));
     // JSON in a YAML-named file still parses (as YAML).
     CHECK(dtl::load_hparams_file(dir.write("j.yaml", "{\"lr\": 0.5, \"n\": [1]}")) == json{{"lr", 0.5}, {"n", {1}}});
   }

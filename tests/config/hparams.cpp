@@ -4,27 +4,19 @@
 
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include <doctest/doctest.h>
 
+#include "../support/errors.hpp"
+
 namespace {
 
 using dtl::detail::hparam_as;
 using nlohmann::json;
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const dtl::ConfigError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using test_support::contains;
+using test_support::error_of;
 
 const json sample = {
     {"lr", 0.1},
@@ -83,55 +75,68 @@ TEST_SUITE("config/hparams") {
   }
 
   TEST_CASE("a missing hyperparameter names the fix and the known names") {
-    const std::string e = error_of([] { (void)hparam_as<double>(json{{"a", 1}, {"b", 2}, {"c", 3}}, "lr"); });
+    const std::string e = error_of<dtl::ConfigError>([] {
+      (void)hparam_as<double>(json{{"a", 1}, {"b", 2}, {"c", 3}}, "lr");
+    });
     CHECK(e ==
           "hyperparameter 'lr' is not set; pass --hparam lr=VALUE or add it to hyperparameters in the config "
           "(known: a, b, c)");
-    const std::string typo = error_of([] { (void)hparam_as<double>(sample, "optimizer.lrr"); });
+    const std::string typo = error_of<dtl::ConfigError>([] { (void)hparam_as<double>(sample, "optimizer.lrr"); });
     CHECK(contains(typo, "did you mean 'optimizer.lr'?"));
     CHECK(contains(typo, "optimizer.momentum.beta"));
-    CHECK(contains(error_of([] { (void)hparam_as<int>(json::object(), "x"); }), "no hyperparameters are set"));
-    CHECK(contains(error_of([] { (void)hparam_as<int>(json(), "x"); }), "no hyperparameters are set"));
-    CHECK(contains(error_of([] { (void)hparam_as<int>(sample, "lr.x"); }), "'lr.x' is not set"));
+    CHECK(contains(error_of<dtl::ConfigError>([] { (void)hparam_as<int>(json::object(), "x"); }),
+                   "no hyperparameters are set"));
+    CHECK(
+        contains(error_of<dtl::ConfigError>([] { (void)hparam_as<int>(json(), "x"); }), "no hyperparameters are set"));
+    CHECK(contains(error_of<dtl::ConfigError>([] { (void)hparam_as<int>(sample, "lr.x"); }), "'lr.x' is not set"));
   }
 
   TEST_CASE("a long list of known names is cut short") {
     json many = json::object();
     for (int i = 0; i < 30; ++i) many["h" + std::to_string(100 + i)] = i;
-    const std::string e = error_of([&] { (void)hparam_as<int>(many, "zzz"); });
+    const std::string e = error_of<dtl::ConfigError>([&] { (void)hparam_as<int>(many, "zzz"); });
     CHECK(contains(e, "10 more"));
     CHECK_FALSE(contains(e, "h129"));
   }
 
   TEST_CASE("wrong types name the value and the expected type") {
-    CHECK(error_of([] {
+    CHECK(error_of<dtl::ConfigError>([] {
             (void)hparam_as<double>(json{{"lr", "abc"}}, "lr");
           }) == "hyperparameter 'lr' is a string (\"abc\"), expected a floating-point number");
-    CHECK(contains(error_of([] { (void)hparam_as<int>(sample, "lr"); }),
+    CHECK(contains(error_of<dtl::ConfigError>([] { (void)hparam_as<int>(sample, "lr"); }),
                    "is a floating-point number (0.1), expected an integer"));
-    CHECK(contains(error_of([] { (void)hparam_as<bool>(sample, "epochs"); }), "expected true or false"));
-    CHECK(contains(error_of([] { (void)hparam_as<std::string>(sample, "epochs"); }),
+    CHECK(contains(error_of<dtl::ConfigError>([] { (void)hparam_as<bool>(sample, "epochs"); }),
+                   "expected true or false"));
+    CHECK(contains(error_of<dtl::ConfigError>([] { (void)hparam_as<std::string>(sample, "epochs"); }),
                    "is an integer (3), expected a string"));
-    CHECK(contains(error_of([] { (void)hparam_as<std::vector<int>>(sample, "epochs"); }), "expected a list"));
-    CHECK(contains(error_of([] {
+    CHECK(contains(error_of<dtl::ConfigError>([] { (void)hparam_as<std::vector<int>>(sample, "epochs"); }),
+                   "expected a list"));
+    CHECK(contains(error_of<dtl::ConfigError>([] {
                      (void)hparam_as<std::vector<int>>(json{{"v", {1, "x"}}}, "v");
                    }),
                    "hyperparameter 'v[1]' is a string"));
-    CHECK(contains(error_of([] { (void)hparam_as<int>(sample, "optimizer"); }), "is a mapping"));
+    CHECK(contains(error_of<dtl::ConfigError>([] { (void)hparam_as<int>(sample, "optimizer"); }), "is a mapping"));
   }
 
   TEST_CASE("a quoted number or boolean gets an unquoting hint") {
-    CHECK(contains(error_of([] { (void)hparam_as<double>(sample, "quoted_number"); }),
+    CHECK(contains(error_of<dtl::ConfigError>([] { (void)hparam_as<double>(sample, "quoted_number"); }),
                    "write it without quotes (--hparam quoted_number=0.5)"));
-    CHECK(contains(error_of([] { (void)hparam_as<bool>(sample, "quoted_bool"); }), "without quotes"));
-    CHECK_FALSE(contains(error_of([] { (void)hparam_as<double>(sample, "name"); }), "without quotes"));
+    CHECK(contains(error_of<dtl::ConfigError>([] { (void)hparam_as<bool>(sample, "quoted_bool"); }), "without quotes"));
+    CHECK_FALSE(
+        contains(error_of<dtl::ConfigError>([] { (void)hparam_as<double>(sample, "name"); }), "without quotes"));
   }
 
   TEST_CASE("integers out of range are errors, not wrap-arounds") {
-    CHECK(contains(error_of([] { (void)hparam_as<std::int32_t>(sample, "big"); }), "out of range"));
-    CHECK(contains(error_of([] { (void)hparam_as<std::uint8_t>(json{{"n", 300}}, "n"); }), "[0, 255]"));
-    CHECK(contains(error_of([] { (void)hparam_as<unsigned>(json{{"n", -1}}, "n"); }), "out of range"));
-    CHECK(contains(error_of([] { (void)hparam_as<int>(json{{"n", 1e30}}, "n"); }), "out of range"));
+    CHECK(contains(error_of<dtl::ConfigError>([] { (void)hparam_as<std::int32_t>(sample, "big"); }), "out of range"));
+    CHECK(contains(error_of<dtl::ConfigError>([] {
+                     (void)hparam_as<std::uint8_t>(json{{"n", 300}}, "n");
+                   }),
+                   "[0, 255]"));
+    CHECK(contains(error_of<dtl::ConfigError>([] {
+                     (void)hparam_as<unsigned>(json{{"n", -1}}, "n");
+                   }),
+                   "out of range"));
+    CHECK(contains(error_of<dtl::ConfigError>([] { (void)hparam_as<int>(json{{"n", 1e30}}, "n"); }), "out of range"));
     CHECK(hparam_as<std::uint64_t>(json{{"n", 18446744073709551615ull}}, "n") == 18446744073709551615ull);
   }
 
@@ -162,16 +167,19 @@ TEST_SUITE("config/hparams") {
 
   TEST_CASE("apply_overrides: a name nothing defines is an error with a did-you-mean, not an ignored value") {
     json hp = {{"learning_rate", 0.1}, {"optimizer", {{"momentum", 0.9}}}};
-    std::string e = error_of([&] { dtl::detail::apply_overrides(hp, {{"learnin_rate", 0.5}}); });
+    std::string e = error_of<dtl::ConfigError>([&] { dtl::detail::apply_overrides(hp, {{"learnin_rate", 0.5}}); });
     CHECK(contains(e, "--hparam learnin_rate=...: no hyperparameter 'learnin_rate' in the config, the hparams file "
                       "or the code's defaults (did you mean 'learning_rate'?)"));
     CHECK(contains(e, "to add a new one on purpose, write --hparam +learnin_rate=..."));
-    e = error_of([&] { dtl::detail::apply_overrides(hp, {{"optimizer.momentun", 0.5}}); });
+    e = error_of<dtl::ConfigError>([&] { dtl::detail::apply_overrides(hp, {{"optimizer.momentun", 0.5}}); });
     CHECK(contains(e, "(did you mean 'optimizer.momentum'?)"));
-    e = error_of([&] { dtl::detail::apply_overrides(hp, {{"optimiser.momentum", 0.5}}); });
+    e = error_of<dtl::ConfigError>([&] { dtl::detail::apply_overrides(hp, {{"optimiser.momentum", 0.5}}); });
     CHECK(contains(e, "no hyperparameter 'optimiser.momentum'"));
     CHECK(contains(e, "(did you mean 'optimizer.momentum'?)"));
-    CHECK(contains(error_of([&] { dtl::detail::apply_overrides(hp, {{"batch", 8}}); }), "no hyperparameter 'batch'"));
+    CHECK(contains(error_of<dtl::ConfigError>([&] {
+                     dtl::detail::apply_overrides(hp, {{"batch", 8}});
+                   }),
+                   "no hyperparameter 'batch'"));
     CHECK(hp == json{{"learning_rate", 0.1}, {"optimizer", {{"momentum", 0.9}}}});  // nothing half-applied
     // On purpose: + adds it; an existing name takes the + too.
     dtl::detail::apply_overrides(hp, {{"+learnin_rate", 0.5}, {"+optimizer.nesterov", true}, {"+learning_rate", 0.2}});
@@ -180,12 +188,18 @@ TEST_SUITE("config/hparams") {
 
   TEST_CASE("apply_overrides refuses to reach through a value") {
     json hp = {{"lr", 0.1}};
-    const std::string e = error_of([&] { dtl::detail::apply_overrides(hp, {{"lr.x", 1}}); });
+    const std::string e = error_of<dtl::ConfigError>([&] { dtl::detail::apply_overrides(hp, {{"lr.x", 1}}); });
     CHECK(contains(e, "--hparam lr.x"));
     CHECK(contains(e, "'lr' is a floating-point number"));
-    CHECK(contains(error_of([&] { dtl::detail::apply_overrides(hp, {{"a..b", 1}}); }), "between its dots"));
+    CHECK(contains(error_of<dtl::ConfigError>([&] {
+                     dtl::detail::apply_overrides(hp, {{"a..b", 1}});
+                   }),
+                   "between its dots"));
     json list = json::array();
-    CHECK(contains(error_of([&] { dtl::detail::apply_overrides(list, {{"a", 1}}); }), "not a mapping"));
+    CHECK(contains(error_of<dtl::ConfigError>([&] {
+                     dtl::detail::apply_overrides(list, {{"a", 1}});
+                   }),
+                   "not a mapping"));
   }
 
   TEST_CASE("Determined's hyperparameter specs resolve for a local run") {
@@ -218,7 +232,7 @@ TEST_SUITE("config/hparams") {
 
   TEST_CASE("malformed hyperparameter specs name the file and key path") {
     const auto resolve_error = [](const json& section) {
-      return error_of([&] { (void)dtl::detail::resolve_hyperparameters(section, "exp.yaml"); });
+      return error_of<dtl::ConfigError>([&] { (void)dtl::detail::resolve_hyperparameters(section, "exp.yaml"); });
     };
     CHECK(resolve_error(json{{"lr", {{"type", "float"}, {"minval", 0}, {"maxval", 1}}}}) ==
           "exp.yaml: hyperparameters.lr.type: unknown hyperparameter type 'float'; expected const, int, double, log "

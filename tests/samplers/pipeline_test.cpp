@@ -73,6 +73,13 @@ static_assert(!std::ranges::sized_range<decltype(sequential(10) | skip(2))>);
 static_assert(training_pipeline::is_endless && !batch_pipeline::is_endless);
 static_assert(training_pipeline::shuffle_count == 1);
 static_assert(decltype(sequential(4) | shuffle(1) | batch(2) | shuffle(2))::shuffle_count == 2);
+// Each stage adds its own trait to those of the stages below it, and only its own.
+static_assert(user_pipeline::node_type::traits == dtl::detail::stage_traits{.batched = true, .has_batch = true});
+static_assert(index_pipeline::node_type::traits == dtl::detail::stage_traits{.has_shard = true, .shuffle_count = 1});
+constexpr dtl::detail::stage_traits every_stage{
+    .batched = true, .has_repeat = true, .has_shard = true, .has_batch = true, .has_skip = true, .shuffle_count = 1};
+static_assert(manual_pipeline::node_type::traits == every_stage);
+static_assert(manual_pipeline::node_type::has_repeat && manual_pipeline::node_type::has_skip);
 // shuffle(seed, false) keeps the type, so a loader decides at run time.
 static_assert(std::same_as<decltype(sequential(4) | shuffle(1)), decltype(sequential(4) | shuffle(1, false))>);
 

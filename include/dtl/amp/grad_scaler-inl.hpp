@@ -1,6 +1,4 @@
-// dtl — the definitions behind <dtl/amp/grad_scaler.hpp> (its non-template functions): that header
-// includes this file when header-only; with DTL_COMPILED_LIB they are compiled once, into
-// libdtl (src/dtl.cpp, detail/compiled_lib.hpp).
+// dtl — the non-template definitions of <dtl/amp/grad_scaler.hpp>; see detail/compiled_lib.hpp.
 #ifndef DTL_AMP_GRAD_SCALER_INL_HPP
 #define DTL_AMP_GRAD_SCALER_INL_HPP
 

@@ -6,7 +6,7 @@
 
 #include <dtl/callback.hpp>
 #include <dtl/context.hpp>
-#include <dtl/detail/compiled_lib.hpp>
+#include <dtl/detail/abi.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -52,16 +52,15 @@ class LearningRateMonitor : public PyTorchCallback {
 
   explicit LearningRateMonitor(PyTorchTrialContext& ctx, Options options = {}) : ctx_(ctx), o_(std::move(options)) {}
 
-  DTL_INLINE void on_training_workload_end(const MetricsJson& /*avg_metrics*/,
-                                           const BatchMetrics& /*batch_metrics*/) override;
+  void on_training_workload_end(const MetricsJson& /*avg_metrics*/, const BatchMetrics& /*batch_metrics*/) override;
 
   /// Every rate recorded so far, in order (step, then optimizer, then group).
   [[nodiscard]] const std::vector<LearningRateRecord>& history() const noexcept { return history_; }
 
   /// The TensorBoard tag of a param group: `tag("lr", 0, 0, 1) == "lr-0"`,
   /// `tag("lr", 1, 2, 3) == "lr-1-group2"`.
-  [[nodiscard]] DTL_INLINE static std::string tag(const std::string& prefix, std::size_t optimizer, std::size_t group,
-                                                  std::size_t groups);
+  [[nodiscard]] static std::string tag(const std::string& prefix, std::size_t optimizer, std::size_t group,
+                                       std::size_t groups);
 
  private:
   PyTorchTrialContext& ctx_;
@@ -69,10 +68,32 @@ class LearningRateMonitor : public PyTorchCallback {
   std::vector<LearningRateRecord> history_;
 };
 
-}  // namespace dtl::callbacks
+inline void LearningRateMonitor::on_training_workload_end(const MetricsJson& /*avg_metrics*/,
+                                                          const BatchMetrics& /*batch_metrics*/) {
+  const std::int64_t step = ctx_.current_train_batch() + 1;
+  // As Determined, only the chief writes TensorBoard; every rank keeps the history.
+  const bool write = o_.tensorboard && ctx_.distributed().is_chief();
+  const auto optimizers = ctx_.optimizers();
+  for (std::size_t i = 0; i < optimizers.size(); ++i) {
+    const auto& groups = optimizers[i]->param_groups();
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      const double lr = groups[g].options().get_lr();
+      history_.push_back({step, i, g, lr});
+      if (write) ctx_.get_tensorboard_writer().add_scalar(tag(o_.prefix, i, g, groups.size()), lr, step);
+    }
+  }
+  // One write per workload, so the chart advances while training runs, as Determined flushes
+  // after each report.
+  if (write && !optimizers.empty()) ctx_.get_tensorboard_writer().flush();
+}
 
-#ifndef DTL_COMPILED_LIB
-#include <dtl/callbacks/lr_monitor-inl.hpp>
-#endif
+inline std::string LearningRateMonitor::tag(const std::string& prefix, std::size_t optimizer, std::size_t group,
+                                            std::size_t groups) {
+  auto t = prefix + "-" + std::to_string(optimizer);
+  if (groups > 1) t += "-group" + std::to_string(group);
+  return t;
+}
+
+}  // namespace dtl::callbacks
 
 #endif  // DTL_CALLBACKS_LR_MONITOR_HPP

@@ -3,7 +3,7 @@
 #ifndef DTL_CALLBACKS_MONITOR_HPP
 #define DTL_CALLBACKS_MONITOR_HPP
 
-#include <dtl/detail/compiled_lib.hpp>
+#include <dtl/detail/abi.hpp>
 #include <dtl/detail/json_float.hpp>
 #include <dtl/errors.hpp>
 
@@ -31,7 +31,11 @@ enum class MonitorMode {
 /// Parses Python's spelling; anything else is an error naming the value and the choices, so a
 /// hand-edited state_dict fails where it is read, not later.
 ///   auto m = dtl::parse_monitor_mode("max");
-[[nodiscard]] DTL_INLINE MonitorMode parse_monitor_mode(std::string_view s);
+[[nodiscard]] inline MonitorMode parse_monitor_mode(std::string_view s) {
+  if (s == "min") return MonitorMode::min;
+  if (s == "max") return MonitorMode::max;
+  throw std::invalid_argument("dtl: mode '" + std::string(s) + "' is unknown: use \"min\" or \"max\"");
+}
 
 namespace callbacks {
 
@@ -72,14 +76,21 @@ using dtl::detail::float_to_json;
 
 /// The inverse of float_to_json; also takes a number stored as is, and Python json's
 /// "Infinity" / "NaN".
-[[nodiscard]] DTL_INLINE double float_from_json(const nlohmann::json& j, std::string_view key);
+[[nodiscard]] inline double float_from_json(const nlohmann::json& j, std::string_view key) {
+  if (j.is_number()) return j.get<double>();
+  if (j.is_string()) {
+    const auto& s = j.get_ref<const std::string&>();
+    if (const auto v = dtl::detail::non_finite_from_string(s)) return *v;
+    if (s == "Infinity") return std::numeric_limits<double>::infinity();
+    if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
+    if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
+  }
+  throw std::invalid_argument("dtl: state_dict entry '" + std::string(key) + "' is " + j.dump() +
+                              ", not a number (or \"inf\", \"-inf\", \"nan\")");
+}
 
 }  // namespace detail
 }  // namespace callbacks
 }  // namespace dtl
-
-#ifndef DTL_COMPILED_LIB
-#include <dtl/callbacks/monitor-inl.hpp>
-#endif
 
 #endif  // DTL_CALLBACKS_MONITOR_HPP

@@ -1,7 +1,4 @@
-// dtl — the definitions behind <dtl/callbacks/reduce_lr_on_plateau.hpp> (its non-template functions): that header
-// includes this file when header-only; with DTL_COMPILED_LIB they are compiled once, into
-// libdtl (src/dtl.cpp, detail/compiled_lib.hpp).
-// (detail/compiled_lib.hpp).
+// dtl — the non-template definitions of <dtl/callbacks/reduce_lr_on_plateau.hpp>; see detail/compiled_lib.hpp.
 #ifndef DTL_CALLBACKS_REDUCE_LR_ON_PLATEAU_INL_HPP
 #define DTL_CALLBACKS_REDUCE_LR_ON_PLATEAU_INL_HPP
 

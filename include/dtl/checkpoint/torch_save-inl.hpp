@@ -1,6 +1,4 @@
-// dtl — the implementation of torch_save.hpp: maps dtl's restricted pickle codec (pickle.hpp)
-// to c10::IValue and tensors, and writes and reads torch.save's zip container. Included by
-// torch_save.hpp when header-only, compiled into libdtl otherwise (detail/compiled_lib.hpp).
+// dtl — the non-template definitions of <dtl/checkpoint/torch_save.hpp>; see detail/compiled_lib.hpp.
 #ifndef DTL_CHECKPOINT_TORCH_SAVE_INL_HPP
 #define DTL_CHECKPOINT_TORCH_SAVE_INL_HPP
 

@@ -1,6 +1,4 @@
-// dtl — the definitions behind <dtl/config/command_line.hpp> (its non-template functions): that header
-// includes this file when header-only; with DTL_COMPILED_LIB they are compiled once, into
-// libdtl (src/dtl.cpp, detail/compiled_lib.hpp).
+// dtl — the non-template definitions of <dtl/config/command_line.hpp>; see detail/compiled_lib.hpp.
 #ifndef DTL_CONFIG_COMMAND_LINE_INL_HPP
 #define DTL_CONFIG_COMMAND_LINE_INL_HPP
 

@@ -1,7 +1,4 @@
-// dtl — the definitions behind <dtl/distributed/data_parallel.hpp> (its non-template functions): that header
-// includes this file when header-only; with DTL_COMPILED_LIB they are compiled once, into
-// libdtl (src/dtl.cpp, detail/compiled_lib.hpp).
-// (detail/compiled_lib.hpp).
+// dtl — the non-template definitions of <dtl/distributed/data_parallel.hpp>; see detail/compiled_lib.hpp.
 #ifndef DTL_DISTRIBUTED_DATA_PARALLEL_INL_HPP
 #define DTL_DISTRIBUTED_DATA_PARALLEL_INL_HPP
 

@@ -1,6 +1,4 @@
-// dtl — the definitions behind <dtl/lr/decay.hpp> (its non-template functions): that header
-// includes this file when header-only; with DTL_COMPILED_LIB they are compiled once, into
-// libdtl (src/dtl.cpp, detail/compiled_lib.hpp).
+// dtl — the non-template definitions of <dtl/lr/decay.hpp>; see detail/compiled_lib.hpp.
 #ifndef DTL_LR_DECAY_INL_HPP
 #define DTL_LR_DECAY_INL_HPP
 

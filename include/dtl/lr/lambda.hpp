@@ -2,10 +2,15 @@
 #ifndef DTL_LR_LAMBDA_HPP
 #define DTL_LR_LAMBDA_HPP
 
-#include <dtl/detail/compiled_lib.hpp>
+#include <dtl/detail/abi.hpp>
 #include <dtl/lr/scheduler.hpp>
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <memory>
+#include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -16,13 +21,25 @@ using LRLambda = std::function<double(std::int64_t)>;
 
 namespace detail {
 /// Python's argument handling: one function for every group, or one per group.
-DTL_INLINE std::vector<LRLambda> lambdas_per_group(std::vector<LRLambda> fs, std::size_t groups, const char* who);
+inline std::vector<LRLambda> lambdas_per_group(std::vector<LRLambda> fs, std::size_t groups, const char* who) {
+  if (fs.size() == 1) return std::vector<LRLambda>(groups, fs.front());
+  if (fs.size() != groups)
+    invalid(who, "Expected " + std::to_string(groups) + " lr_lambdas, but got " + std::to_string(fs.size()));
+  for (const auto& f : fs)
+    if (!f) invalid(who, "an lr_lambda is empty");
+  return fs;
+}
 
 /// The two schedulers' shared shape: lambdas per group, saved as Python saves plain functions
 /// (`lr_lambdas: [None, ...]`; a C++ function has no state to save).
 class LambdaSchedulerBase : public LRScheduler {
  public:
-  [[nodiscard]] DTL_INLINE nlohmann::json state_dict() const override;
+  [[nodiscard]] nlohmann::json state_dict() const override {
+    auto j = LRScheduler::state_dict();
+    j["lr_lambdas"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < lambdas_.size(); ++i) j["lr_lambdas"].push_back(nullptr);
+    return j;
+  }
 
  protected:
   LambdaSchedulerBase(std::shared_ptr<torch::optim::Optimizer> optimizer, std::vector<LRLambda> fs, const char* who)
@@ -37,10 +54,15 @@ class LambdaLR : public detail::LambdaSchedulerBase {
  public:
   LambdaLR(std::shared_ptr<torch::optim::Optimizer> optimizer, LRLambda lr_lambda)
       : LambdaLR(std::move(optimizer), std::vector<LRLambda>{std::move(lr_lambda)}) {}
-  DTL_INLINE LambdaLR(std::shared_ptr<torch::optim::Optimizer> optimizer, std::vector<LRLambda> lr_lambdas);
+  LambdaLR(std::shared_ptr<torch::optim::Optimizer> optimizer, std::vector<LRLambda> lr_lambdas)
+      : LambdaSchedulerBase(std::move(optimizer), std::move(lr_lambdas), "LambdaLR") {
+    start();
+  }
 
  protected:
-  DTL_INLINE void get_lr(std::span<double> lrs) override;
+  void get_lr(std::span<double> lrs) override {
+    for (std::size_t i = 0; i < lrs.size(); ++i) lrs[i] = base_lrs()[i] * lambdas_[i](last_epoch());
+  }
 };
 
 /// Python's MultiplicativeLR: lr ← lr × lr_lambda(step), from the second step on.
@@ -48,16 +70,18 @@ class MultiplicativeLR : public detail::LambdaSchedulerBase {
  public:
   MultiplicativeLR(std::shared_ptr<torch::optim::Optimizer> optimizer, LRLambda lr_lambda)
       : MultiplicativeLR(std::move(optimizer), std::vector<LRLambda>{std::move(lr_lambda)}) {}
-  DTL_INLINE MultiplicativeLR(std::shared_ptr<torch::optim::Optimizer> optimizer, std::vector<LRLambda> lr_lambdas);
+  MultiplicativeLR(std::shared_ptr<torch::optim::Optimizer> optimizer, std::vector<LRLambda> lr_lambdas)
+      : LambdaSchedulerBase(std::move(optimizer), std::move(lr_lambdas), "MultiplicativeLR") {
+    start();
+  }
 
  protected:
-  DTL_INLINE void get_lr(std::span<double> lrs) override;
+  void get_lr(std::span<double> lrs) override {
+    if (last_epoch() <= 0) return;
+    for (std::size_t i = 0; i < lrs.size(); ++i) lrs[i] *= lambdas_[i](last_epoch());
+  }
 };
 
 }  // namespace dtl::lr
-
-#ifndef DTL_COMPILED_LIB
-#include <dtl/lr/lambda-inl.hpp>
-#endif
 
 #endif  // DTL_LR_LAMBDA_HPP

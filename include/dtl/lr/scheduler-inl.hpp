@@ -1,6 +1,4 @@
-// dtl — the definitions behind <dtl/lr/scheduler.hpp> (its non-template functions): that header
-// includes this file when header-only; with DTL_COMPILED_LIB they are compiled once, into
-// libdtl (src/dtl.cpp, detail/compiled_lib.hpp).
+// dtl — the non-template definitions of <dtl/lr/scheduler.hpp>; see detail/compiled_lib.hpp.
 #ifndef DTL_LR_SCHEDULER_INL_HPP
 #define DTL_LR_SCHEDULER_INL_HPP
 

@@ -38,7 +38,7 @@ inline batch_stage batch(std::int64_t size, bool drop_last = false) {
 namespace dtl::inline DTL_ABI::detail {
 
 template <IndexNode U>
-class batch_node : public node_flags<true, U::has_repeat, U::has_shard, true, U::has_skip, U::shuffle_count> {
+class batch_node : public node_flags<U::traits.with_batch()> {
  public:
   batch_node(U inner, samplers::batch_stage stage)
       : inner_(std::move(inner)), size_(stage.size), drop_last_(stage.drop_last), buffer_(allocate()) {}

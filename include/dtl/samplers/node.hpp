@@ -24,17 +24,61 @@ namespace dtl::inline DTL_ABI::detail {
 /// the iterator is incremented.
 using index_batch = std::span<const std::int64_t>;
 
-/// The facts about a stage that the order grammar and the pipeline read at compile time. Each node
-/// derives from the instance describing it (and the stages below it).
-template <bool Batched, bool HasRepeat, bool HasShard, bool HasBatch, bool HasSkip, std::size_t Shuffles>
+/// The facts about a stage (and the stages below it) that the order grammar and the pipeline read
+/// at compile time, by name. A source has none of them (`stage_traits{}`); every other stage
+/// starts from the traits of the stage it wraps and adds its own with one `with_...()` call.
+struct stage_traits {
+  bool batched = false;           ///< yields index_batch rather than std::int64_t
+  bool has_repeat = false;        ///< a repeat() at or below this stage
+  bool has_shard = false;         ///< a shard() at or below this stage
+  bool has_batch = false;         ///< a batch() at or below this stage
+  bool has_skip = false;          ///< a skip() at or below this stage
+  std::size_t shuffle_count = 0;  ///< shuffle() stages at or below this stage
+
+  [[nodiscard]] constexpr stage_traits with_shuffle() const noexcept {
+    auto t = *this;
+    ++t.shuffle_count;
+    return t;
+  }
+  [[nodiscard]] constexpr stage_traits with_repeat() const noexcept {
+    auto t = *this;
+    t.has_repeat = true;
+    return t;
+  }
+  [[nodiscard]] constexpr stage_traits with_shard() const noexcept {
+    auto t = *this;
+    t.has_shard = true;
+    return t;
+  }
+  /// batch() is also what turns single indices into batches.
+  [[nodiscard]] constexpr stage_traits with_batch() const noexcept {
+    auto t = *this;
+    t.has_batch = true;
+    t.batched = true;
+    return t;
+  }
+  [[nodiscard]] constexpr stage_traits with_skip() const noexcept {
+    auto t = *this;
+    t.has_skip = true;
+    return t;
+  }
+
+  friend constexpr bool operator==(const stage_traits&, const stage_traits&) = default;
+};
+
+/// Each node derives from the instance describing it, which spells its traits out as static
+/// members (`N::batched`, `N::has_repeat`, ...; `N::traits` for the next stage to build on).
+///   class batch_node : public node_flags<U::traits.with_batch()> { ... };
+template <stage_traits Traits>
 struct node_flags {
-  static constexpr bool batched = Batched;      ///< yields index_batch rather than std::int64_t
-  static constexpr bool has_repeat = HasRepeat;  ///< a repeat() at or below this stage
-  static constexpr bool has_shard = HasShard;
-  static constexpr bool has_batch = HasBatch;
-  static constexpr bool has_skip = HasSkip;
-  static constexpr std::size_t shuffle_count = Shuffles;  ///< shuffle() stages at or below
-  using value_type = std::conditional_t<Batched, index_batch, std::int64_t>;
+  static constexpr stage_traits traits = Traits;
+  static constexpr bool batched = Traits.batched;
+  static constexpr bool has_repeat = Traits.has_repeat;
+  static constexpr bool has_shard = Traits.has_shard;
+  static constexpr bool has_batch = Traits.has_batch;
+  static constexpr bool has_skip = Traits.has_skip;
+  static constexpr std::size_t shuffle_count = Traits.shuffle_count;
+  using value_type = std::conditional_t<Traits.batched, index_batch, std::int64_t>;
 };
 
 /// The repeat() stage's epoch counter and how far its epoch stage has read; {-1, 0} below it.

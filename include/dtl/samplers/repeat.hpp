@@ -29,8 +29,7 @@ constexpr repeat_stage repeat() noexcept { return {}; }
 namespace dtl::inline DTL_ABI::detail {
 
 template <SamplerNode U>
-class repeat_node
-    : public node_flags<U::batched, true, U::has_shard, U::has_batch, U::has_skip, U::shuffle_count> {
+class repeat_node : public node_flags<U::traits.with_repeat()> {
  public:
   using value_type = typename U::value_type;
 

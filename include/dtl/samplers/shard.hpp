@@ -39,8 +39,7 @@ inline shard_stage shard(std::int64_t rank, std::int64_t world) {
 namespace dtl::inline DTL_ABI::detail {
 
 template <SamplerNode U>
-class shard_node
-    : public node_flags<U::batched, U::has_repeat, true, U::has_batch, U::has_skip, U::shuffle_count> {
+class shard_node : public node_flags<U::traits.with_shard()> {
  public:
   using value_type = typename U::value_type;
 

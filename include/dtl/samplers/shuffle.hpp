@@ -38,8 +38,7 @@ inline shuffle_stage shuffle(std::int64_t seed, bool enabled = true) {
 namespace dtl::inline DTL_ABI::detail {
 
 template <SamplerNode U>
-class shuffle_node : public node_flags<U::batched, U::has_repeat, U::has_shard, U::has_batch, U::has_skip,
-                                       U::shuffle_count + 1> {
+class shuffle_node : public node_flags<U::traits.with_shuffle()> {
  public:
   using value_type = typename U::value_type;
 

@@ -35,7 +35,7 @@ inline skip_stage skip(std::int64_t k) {
 namespace dtl::inline DTL_ABI::detail {
 
 template <SamplerNode U>
-class skip_node : public node_flags<U::batched, U::has_repeat, U::has_shard, U::has_batch, true, U::shuffle_count> {
+class skip_node : public node_flags<U::traits.with_skip()> {
  public:
   using value_type = typename U::value_type;
 

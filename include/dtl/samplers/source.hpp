@@ -18,7 +18,7 @@
 namespace dtl::inline DTL_ABI::detail {
 
 /// 0, 1, ..., n-1: torch's SequentialSampler over a dataset of n records.
-class sequential_node : public node_flags<false, false, false, false, false, 0> {
+class sequential_node : public node_flags<stage_traits{}> {
  public:
   explicit sequential_node(std::int64_t n) noexcept : n_(n) {}
 
@@ -62,7 +62,7 @@ class sequential_node : public node_flags<false, false, false, false, false, 0> 
 /// (lvalue) or owned (rvalue) through std::views::all, and must be re-iterable and sized because
 /// every epoch iterates it again and shuffle() and len need its size.
 template <std::ranges::view V>
-class range_node : public node_flags<false, false, false, false, false, 0> {
+class range_node : public node_flags<stage_traits{}> {
  public:
   explicit range_node(V base) : base_(std::move(base)), it_(std::ranges::begin(base_)) {}
 

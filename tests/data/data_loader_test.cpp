@@ -1,6 +1,6 @@
 // DataLoader: worker threads, errors with the failing index, sampler state for resume, user batch
 // samplers, and loaders dtl cannot adapt (the reproducibility opt-out).
-#include "test_trials.hpp"
+#include "../core/test_trials.hpp"
 
 #include <atomic>
 #include <cmath>
