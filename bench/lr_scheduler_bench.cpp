@@ -3,7 +3,7 @@
 // scheduler step can do through LibTorch's options), and heap allocations per step once built.
 // Target: < 1 µs per step per group, 0 allocations.
 //   build-bench/bench/lr_scheduler_bench
-#include <dtl/lr_scheduler.hpp>
+#include <dtl/lr_schedulers.hpp>
 
 #include "alloc_counter.hpp"
 #include "table_row.hpp"

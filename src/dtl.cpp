@@ -26,7 +26,7 @@
 #include <dtl/lr/cosine-inl.hpp>
 #include <dtl/lr/cyclic-inl.hpp>
 #include <dtl/lr/decay-inl.hpp>
-#include <dtl/lr/scheduler-inl.hpp>
+#include <dtl/lr/base-inl.hpp>
 #include <dtl/lr/swa-inl.hpp>
 #include <dtl/profiler-inl.hpp>
-#include <dtl/reducer-inl.hpp>
+#include <dtl/builtin_reducers-inl.hpp>

@@ -8,7 +8,7 @@
 #include <dtl/metrics.hpp>
 
 #include <ATen/core/Dict.h>
-#include <dtl/reducer.hpp>
+#include <dtl/builtin_reducers.hpp>
 
 #include <concepts>
 #include <cstdint>

@@ -20,8 +20,8 @@
 #include <dtl/distributed/distributed_context.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/log/tensorboard.hpp>
-#include <dtl/lr_scheduler.hpp>
-#include <dtl/metric_reducer.hpp>
+#include <dtl/lr_schedulers.hpp>
+#include <dtl/custom_reducers.hpp>
 #include <dtl/profiler.hpp>
 #include <dtl/version.hpp>
 #include <dtl/units.hpp>

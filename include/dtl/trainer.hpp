@@ -25,7 +25,7 @@
 #include <dtl/log/reporter.hpp>
 #include <dtl/log/run_summary.hpp>
 #include <dtl/metrics.hpp>
-#include <dtl/reducer.hpp>
+#include <dtl/builtin_reducers.hpp>
 #include <dtl/stop_source.hpp>
 #include <dtl/trainer/checkpoint_session.hpp>
 #include <dtl/trainer/data_position.hpp>

@@ -12,7 +12,7 @@
 #include <dtl/data/raw_loader.hpp>
 #include <dtl/detail/diagnostics.hpp>
 #include <dtl/metrics.hpp>
-#include <dtl/reducer.hpp>
+#include <dtl/builtin_reducers.hpp>
 #include <dtl/units.hpp>
 
 #include <concepts>

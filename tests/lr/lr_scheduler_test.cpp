@@ -10,7 +10,7 @@
 #include <dtl/checkpoint/ivalue_json.hpp>
 #include <dtl/checkpoint/optimizer_state.hpp>
 #include <dtl/checkpoint/torch_save.hpp>
-#include <dtl/lr_scheduler.hpp>
+#include <dtl/lr_schedulers.hpp>
 
 #include <cmath>
 #include <fstream>

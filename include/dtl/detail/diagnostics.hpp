@@ -273,7 +273,7 @@
 
 // ## Reducers
 // `ctx.wrap_reducer(reducer[, name])` (Determined's `wrap_reducer`) checks the reducer in
-// `detail::diagnose_reducer` (include/dtl/metric_reducer.hpp) and what it was given in
+// `detail::diagnose_reducer` (include/dtl/custom_reducers.hpp) and what it was given in
 // `PyTorchTrialContext::add_reducer` (include/dtl/context.hpp). Determined raises these at the end
 // of the first workload; dtl rejects them at compile time.
 

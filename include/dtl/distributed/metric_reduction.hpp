@@ -8,8 +8,8 @@
 
 #include <dtl/distributed/distributed_context.hpp>
 #include <dtl/errors.hpp>
-#include <dtl/metric_reducer.hpp>
-#include <dtl/reducer.hpp>
+#include <dtl/custom_reducers.hpp>
+#include <dtl/builtin_reducers.hpp>
 
 #include <nlohmann/json.hpp>
 

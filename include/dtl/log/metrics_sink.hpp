@@ -5,7 +5,7 @@
 
 #include <dtl/detail/abi.hpp>
 
-#include <dtl/reducer.hpp>
+#include <dtl/builtin_reducers.hpp>
 
 #include <cstdint>
 

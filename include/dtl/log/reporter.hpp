@@ -8,7 +8,7 @@
 #include <dtl/log/metrics_sink.hpp>
 #include <dtl/log/progress.hpp>
 #include <dtl/log/tensorboard.hpp>
-#include <dtl/reducer.hpp>
+#include <dtl/builtin_reducers.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -4,7 +4,7 @@
 #define DTL_LR_COMPOSITE_HPP
 
 #include <dtl/detail/compiled_lib.hpp>
-#include <dtl/lr/scheduler.hpp>
+#include <dtl/lr/base.hpp>
 
 #include <algorithm>
 #include <memory>

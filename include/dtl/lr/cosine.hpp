@@ -4,7 +4,7 @@
 #define DTL_LR_COSINE_HPP
 
 #include <dtl/detail/compiled_lib.hpp>
-#include <dtl/lr/scheduler.hpp>
+#include <dtl/lr/base.hpp>
 
 #include <cmath>
 #include <numbers>

@@ -5,7 +5,7 @@
 #define DTL_LR_CYCLIC_HPP
 
 #include <dtl/detail/compiled_lib.hpp>
-#include <dtl/lr/scheduler.hpp>
+#include <dtl/lr/base.hpp>
 
 #include <array>
 #include <cmath>

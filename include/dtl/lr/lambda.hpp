@@ -3,7 +3,7 @@
 #define DTL_LR_LAMBDA_HPP
 
 #include <dtl/detail/abi.hpp>
-#include <dtl/lr/scheduler.hpp>
+#include <dtl/lr/base.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -4,7 +4,7 @@
 #define DTL_LR_SWA_HPP
 
 #include <dtl/detail/compiled_lib.hpp>
-#include <dtl/lr/scheduler.hpp>
+#include <dtl/lr/base.hpp>
 
 #include <cstdint>
 #include <string_view>

@@ -3,14 +3,14 @@
 // call, on its own type: no virtual call per batch), reduces that on each rank
 // (`per_slot_reduce`), and combines the ranks' values (`cross_slot_reduce`) at the end of every
 // training workload and validation. Per-slot values cross ranks as JSON.
-#ifndef DTL_METRIC_REDUCER_HPP
-#define DTL_METRIC_REDUCER_HPP
+#ifndef DTL_CUSTOM_REDUCERS_HPP
+#define DTL_CUSTOM_REDUCERS_HPP
 
 #include <dtl/detail/abi.hpp>
 #include <dtl/detail/always_false.hpp>
 #include <dtl/detail/diagnostics.hpp>
 #include <dtl/errors.hpp>
-#include <dtl/reducer.hpp>
+#include <dtl/builtin_reducers.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -244,4 +244,4 @@ void report_reducers(std::vector<WrappedReducer>& reducers, bool training, Metri
 }  // namespace detail
 }  // namespace dtl
 
-#endif  // DTL_METRIC_REDUCER_HPP
+#endif  // DTL_CUSTOM_REDUCERS_HPP

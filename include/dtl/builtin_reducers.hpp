@@ -1,8 +1,8 @@
 // dtl — metric reducers with Determined's math (semantics §5): reduce each metric over a rank's
 // batches, then across ranks weighted by batch counts. Accumulation stays on the device; the
 // host sees one transfer per metric per workload.
-#ifndef DTL_REDUCER_HPP
-#define DTL_REDUCER_HPP
+#ifndef DTL_BUILTIN_REDUCERS_HPP
+#define DTL_BUILTIN_REDUCERS_HPP
 
 #include <torch/torch.h>
 
@@ -162,7 +162,7 @@ DTL_INLINE std::vector<SlotValue> reduce_validation_slot(const MetricCollector& 
 }  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
-#include <dtl/reducer-inl.hpp>
+#include <dtl/builtin_reducers-inl.hpp>
 #endif
 
-#endif  // DTL_REDUCER_HPP
+#endif  // DTL_BUILTIN_REDUCERS_HPP

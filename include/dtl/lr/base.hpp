@@ -1,8 +1,8 @@
 // dtl — the base of dtl::lr's schedulers: Python's `torch.optim.lr_scheduler._LRScheduler`
 // contract (last_epoch starts at -1, construction performs the first step, get_last_lr(),
 // state_dict() in Python's layout), with nothing allocated per step.
-#ifndef DTL_LR_SCHEDULER_BASE_HPP
-#define DTL_LR_SCHEDULER_BASE_HPP
+#ifndef DTL_LR_BASE_HPP
+#define DTL_LR_BASE_HPP
 
 #include <torch/torch.h>
 
@@ -147,7 +147,7 @@ void load_if_present(const nlohmann::json& state, const char* key, T& out) {
 }  // namespace dtl::lr
 
 #ifndef DTL_COMPILED_LIB
-#include <dtl/lr/scheduler-inl.hpp>
+#include <dtl/lr/base-inl.hpp>
 #endif
 
-#endif  // DTL_LR_SCHEDULER_BASE_HPP
+#endif  // DTL_LR_BASE_HPP

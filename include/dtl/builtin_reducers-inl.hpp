@@ -1,10 +1,10 @@
-// dtl — the non-template definitions of <dtl/reducer.hpp>; see detail/compiled_lib.hpp.
-#ifndef DTL_REDUCER_INL_HPP
-#define DTL_REDUCER_INL_HPP
+// dtl — the non-template definitions of <dtl/builtin_reducers.hpp>; see detail/compiled_lib.hpp.
+#ifndef DTL_BUILTIN_REDUCERS_INL_HPP
+#define DTL_BUILTIN_REDUCERS_INL_HPP
 
 #include <dtl/detail/abi.hpp>
 
-#include <dtl/reducer.hpp>
+#include <dtl/builtin_reducers.hpp>
 
 namespace dtl::inline DTL_ABI::detail {
 
@@ -355,4 +355,4 @@ DTL_INLINE std::vector<SlotValue> reduce_validation_slot(const MetricCollector& 
 
 }  // namespace dtl::detail
 
-#endif  // DTL_REDUCER_INL_HPP
+#endif  // DTL_BUILTIN_REDUCERS_INL_HPP

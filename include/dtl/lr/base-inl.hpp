@@ -1,10 +1,10 @@
-// dtl — the non-template definitions of <dtl/lr/scheduler.hpp>; see detail/compiled_lib.hpp.
-#ifndef DTL_LR_SCHEDULER_INL_HPP
-#define DTL_LR_SCHEDULER_INL_HPP
+// dtl — the non-template definitions of <dtl/lr/base.hpp>; see detail/compiled_lib.hpp.
+#ifndef DTL_LR_BASE_INL_HPP
+#define DTL_LR_BASE_INL_HPP
 
 #include <dtl/detail/abi.hpp>
 
-#include <dtl/lr/scheduler.hpp>
+#include <dtl/lr/base.hpp>
 
 namespace dtl::inline DTL_ABI::lr {
 
@@ -187,4 +187,4 @@ DTL_INLINE void invalid(const char* scheduler, const std::string& what) {
 
 }  // namespace dtl::lr::detail
 
-#endif  // DTL_LR_SCHEDULER_INL_HPP
+#endif  // DTL_LR_BASE_INL_HPP

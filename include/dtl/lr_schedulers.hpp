@@ -1,8 +1,8 @@
 // dtl — LR schedulers: Determined's StepMode, what wrap_lr_scheduler accepts, and PyTorch's
 // scheduler family that LibTorch 1.13 lacks (dtl::lr, one header per kind under dtl/lr/), with
 // Python's exact update rules and state_dict layout.
-#ifndef DTL_LR_SCHEDULER_HPP
-#define DTL_LR_SCHEDULER_HPP
+#ifndef DTL_LR_SCHEDULERS_HPP
+#define DTL_LR_SCHEDULERS_HPP
 
 #include <dtl/detail/abi.hpp>
 
@@ -11,7 +11,7 @@
 #include <dtl/lr/cyclic.hpp>
 #include <dtl/lr/decay.hpp>
 #include <dtl/lr/lambda.hpp>
-#include <dtl/lr/scheduler.hpp>
+#include <dtl/lr/base.hpp>
 #include <dtl/lr/swa.hpp>
 
 namespace dtl::inline DTL_ABI {
@@ -37,4 +37,4 @@ concept LRSchedulerLike = requires(S& s) {
 
 }  // namespace dtl
 
-#endif  // DTL_LR_SCHEDULER_HPP
+#endif  // DTL_LR_SCHEDULERS_HPP
