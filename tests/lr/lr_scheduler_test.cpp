@@ -406,13 +406,13 @@ TEST_CASE("dtl::lr constructors refuse what Python refuses, with Python's messag
         ChainedScheduler({std::make_shared<ExponentialLR>(sgd, 0.9), std::make_shared<ExponentialLR>(other, 0.9)});
       },
       "ChainedScheduler expects all schedulers to belong to the same optimizer");
-  has(message([&] { SWALR(sgd, 0.05, 10, "exp"); }), "anneal_strategy must be one of 'cos' or 'linear', instead got exp");
-  has(message([&] { SWALR(sgd, 0.05, 10, static_cast<AnnealStrategy>(7)); }),
+  refuses([&] { SWALR(sgd, 0.05, 10, "exp"); }, "anneal_strategy must be one of 'cos' or 'linear', instead got exp");
+  refuses([&] { SWALR(sgd, 0.05, 10, static_cast<AnnealStrategy>(7)); },
       "anneal_strategy must be one of 'cos' or 'linear', instead got AnnealStrategy(7)");
-  has(message([&] { SWALR(sgd, 0.05, -1); }), "anneal_epochs must be equal or greater than 0, got -1");
-  has(message([&] { SWALR(sgd, {0.05, 0.01}); }),
+  refuses([&] { SWALR(sgd, 0.05, -1); }, "anneal_epochs must be equal or greater than 0, got -1");
+  refuses([&] { SWALR(sgd, {0.05, 0.01}); },
       "swa_lr must have the same length as optimizer.param_groups: swa_lr has 2 values, optimizer.param_groups has 1");
-  has(message([&] { SWALR(sgd, PerGroup{}); }), "swa_lr is required");
+  refuses([&] { SWALR(sgd, PerGroup{}); }, "swa_lr is required");
   // Stepping OneCycleLR past its total is Python's error too.
   OneCycleLR once(sgd, {.max_lr = 0.1, .total_steps = 3});
   for (int i = 0; i < 3; ++i) once.step();
