@@ -398,4 +398,15 @@
 #define DTL_DIAG_BIG_ENDIAN_HOST \
   "torch.save records hold native little-endian bytes; big-endian hosts are not supported"
 
+/// LibTorch's distributed defines are missing from the compiler's command line.
+/// Means: A header-only translation unit compiles dtl's process groups, and LibTorch declares
+/// `c10d::ProcessGroupGloo` only under `USE_DISTRIBUTED` and `USE_C10D_GLOO`, which its own build
+/// defines and a plain `g++` line does not.
+/// Fix: Add `-DUSE_DISTRIBUTED -DUSE_C10D_GLOO`, or build with what sets them for you:
+/// `pkg-config --cflags dtl`, dtl's CMake package or its meson dependency; or link libdtl
+/// (`DTL_COMPILED_LIB`), which was built with them.
+#define DTL_DIAG_MISSING_DISTRIBUTED_DEFINES                                                       \
+  "dtl: compile with -DUSE_DISTRIBUTED -DUSE_C10D_GLOO (LibTorch declares its Gloo process group " \
+  "only under them); `pkg-config --cflags dtl`, dtl's CMake package and its meson dependency add them"
+
 #endif  // DTL_DETAIL_DIAGNOSTICS_HPP
