@@ -87,6 +87,7 @@ struct ContextSetup {
   nlohmann::json hparams = nlohmann::json::object();
   std::optional<ExperimentConfig> config;
   std::uint64_t trial_seed = 0;
+  bool trial_seed_given = false;  // by --seed, InitOptions.seed or the config's experiment_seed
   torch::Device device = torch::kCPU;
   std::int64_t aggregation_frequency = 1;
   bool average_aggregated_gradients = true;

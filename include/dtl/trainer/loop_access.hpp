@@ -23,6 +23,8 @@ class LoopAccess {
   void set_initial_batch(std::int64_t b) noexcept { ctx_.initial_batch_ = b; }
   /// A resumed trial keeps the checkpoint's seed, so that its data order continues.
   void adopt_trial_seed(std::uint64_t seed) noexcept { ctx_.s_.trial_seed = seed; }
+  /// Whether this run's seed was asked for (--seed, InitOptions.seed, experiment_seed), not drawn.
+  [[nodiscard]] bool trial_seed_given() const noexcept { return ctx_.s_.trial_seed_given; }
   /// What a resume changed, recorded in the next checkpoints' load_data.json.
   void set_resume_notes(nlohmann::json notes) { ctx_.resume_notes_ = std::move(notes); }
 
