@@ -287,10 +287,11 @@
 /// The MetricReducer has no per_slot_reduce().
 /// Means: Each rank's part of the metric is `per_slot_reduce()`'s value, which is gathered
 /// across the ranks as JSON.
-/// Fix: Give the reducer `per_slot_reduce()`, returning a type `nlohmann::json` can hold.
+/// Fix: Give the reducer `per_slot_reduce()`, returning a type `nlohmann::json` can hold or a
+/// `torch::Tensor` (it arrives on the CPU, with its dtype and shape).
 #define DTL_DIAG_REDUCER_NO_PER_SLOT_REDUCE                                      \
   "dtl: wrap_reducer: a MetricReducer needs `per_slot_reduce()` returning this " \
-  "rank's value as a type nlohmann::json can hold (a number, vector, map, ...)"
+  "rank's value as a type nlohmann::json can hold (a number, vector, map, ...) or a torch::Tensor"
 
 /// The MetricReducer has no cross_slot_reduce() for its per-slot values.
 /// Means: The metric is what `cross_slot_reduce` makes of every rank's `per_slot_reduce()`
