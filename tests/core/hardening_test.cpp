@@ -131,15 +131,14 @@ TEST_CASE("a resume names a seed that differs only when one was asked for; a dra
   for (const bool given : {false, true}) {
     auto again = opts;
     again.seed = given ? std::optional<std::uint64_t>(7) : std::nullopt;
-    std::optional<dtl::PyTorchTrialContext> ctx;
-    const auto init_err = stderr_of([&] { ctx.emplace(dtl::init(again)); });
-    LinearTrial trial(*ctx, rec, {});
+    auto ctx = dtl::init(again);
+    LinearTrial trial(ctx, rec, {});
     const auto err = stderr_of([&] {
-      dtl::Trainer(trial, *ctx).fit(
+      dtl::Trainer(trial, ctx).fit(
           {.max_length = dtl::Batch{4}, .latest_checkpoint = test::latest_checkpoint(*opts.run_dir), .quiet = true});
     });
     INFO(given, " ", err);
-    CHECK(ctx->get_trial_seed() == 1);  // the checkpoint's
+    CHECK(ctx.get_trial_seed() == 1);  // the checkpoint's
     CHECK((err.find("resuming with the checkpoint's trial seed 1, not 7") != std::string::npos) == given);
     CHECK((err.find("trial seed") != std::string::npos) == given);
   }
