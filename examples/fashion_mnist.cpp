@@ -3,13 +3,25 @@
 //   ./fashion_mnist                                   # 2 epochs, validation every 200 batches
 //   ./fashion_mnist --max-length batches=300 --hparam learning_rate=0.02
 //   ./fashion_mnist --config examples/fashion_mnist.yaml --resume latest
-#include "fashion_mnist_data.hpp"
-
+#include <dtl/data/idx.hpp>
 #include <dtl/trainer.hpp>
 
+#include <filesystem>
 #include <iostream>
 
 namespace {
+
+// Debian's dataset-fashion-mnist installs the four gzipped IDX files here: no download.
+const std::filesystem::path kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+
+/// Images normalized with the training set's mean and std, labels int64.
+dtl::TensorDataset<2> fashion_mnist(const std::filesystem::path& dir, dtl::MnistSplit split) {
+  if (!std::filesystem::is_directory(dir))
+    throw dtl::DataError("fashion-mnist: " + dir.string() +
+                         " not found: install Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist) "
+                         "or pass --hparam data_dir=DIR");
+  return dtl::load_mnist(dir, split, {.normalize = std::pair{0.2860, 0.3530}});
+}
 
 struct NetImpl : torch::nn::Module {
   NetImpl(std::int64_t n1, std::int64_t n2, double dropout)
@@ -40,8 +52,8 @@ class FashionMnistTrial : public dtl::PyTorchTrial<FashionMnistTrial> {
  public:
   explicit FashionMnistTrial(dtl::PyTorchTrialContext& ctx)
       : ctx_(ctx),
-        train_set_(fashion_mnist::load(ctx.get_hparam<std::string>("data_dir"), true)),
-        val_set_(fashion_mnist::load(ctx.get_hparam<std::string>("data_dir"), false)) {
+        train_set_(fashion_mnist(ctx.get_hparam<std::string>("data_dir"), dtl::MnistSplit::train)),
+        val_set_(fashion_mnist(ctx.get_hparam<std::string>("data_dir"), dtl::MnistSplit::test)) {
     model_ = ctx.wrap_model(Net(ctx.get_hparam<std::int64_t>("n_filters1"), ctx.get_hparam<std::int64_t>("n_filters2"),
                                 ctx.get_hparam<double>("dropout")));
     opt_ = ctx.wrap_optimizer(
@@ -89,7 +101,7 @@ int main(int argc, char** argv) {
                                     {"n_filters1", 16},
                                     {"n_filters2", 32},
                                     {"dropout", 0.25},
-                                    {"data_dir", fashion_mnist::default_dir.string()}}});
+                                    {"data_dir", kFashionMnistDir.string()}}});
   try {
     FashionMnistTrial trial(ctx);
     dtl::Trainer trainer(trial, ctx);

@@ -91,6 +91,39 @@ DTL_INLINE std::int64_t PyTorchTrialContext::get_per_slot_batch_size() const {
   return gbs / s_.distributed.size;
 }
 
+DTL_INLINE Length PyTorchTrialContext::get_max_length() const {
+  // fit()'s precedence: the command line over the config over FitOptions.
+  if (s_.overrides.max_length) return detail::to_length(*s_.overrides.max_length, *this);
+  if (s_.config)
+    if (auto m = s_.config->max_length()) return detail::to_length(*m, *this);
+  if (fit_length_) return *fit_length_;
+  throw ConfigError(
+      "dtl: get_max_length: the run's length is not known yet: FitOptions.max_length reaches the context when "
+      "fit() starts, after the trial is built. Give it where the trial can read it at construction — "
+      "searcher.max_length in the experiment config, or --max-length batches=N — or ask from a callback's "
+      "on_training_start");
+}
+
+DTL_INLINE std::int64_t PyTorchTrialContext::get_batches_per_epoch() const {
+  if (epoch_len_ == std::numeric_limits<std::int64_t>::max())
+    throw ConfigError(
+        "dtl: get_batches_per_epoch: the training data loader never ends, so an epoch has no length: give the "
+        "run's length in batches, or records_per_epoch in the experiment config");
+  if (epoch_len_ > 0) return epoch_len_;
+  if (s_.config)
+    if (auto rpe = s_.config->records_per_epoch()) return std::max<std::int64_t>(*rpe / get_global_batch_size(), 1);
+  throw ConfigError(
+      "dtl: get_batches_per_epoch: an epoch's batches are known once fit() has built the training data loader, "
+      "after the trial is built; set records_per_epoch in the experiment config, give the length in batches, or "
+      "ask from a callback's on_training_start");
+}
+
+DTL_INLINE std::int64_t PyTorchTrialContext::get_max_length_batches() const {
+  const auto length = get_max_length();
+  if (length.is_batches()) return length.value();
+  return length.value() * get_batches_per_epoch();
+}
+
 DTL_INLINE std::int64_t PyTorchTrialContext::current_train_batch() const {
   require_training("current_train_batch");
   return batch_idx_;

@@ -87,6 +87,7 @@ struct ContextSetup {
   nlohmann::json hparams = nlohmann::json::object();
   std::optional<ExperimentConfig> config;
   std::uint64_t trial_seed = 0;
+  bool trial_seed_given = false;  // by --seed, InitOptions.seed or the config's experiment_seed
   torch::Device device = torch::kCPU;
   std::int64_t aggregation_frequency = 1;
   bool average_aggregated_gradients = true;
@@ -310,6 +311,21 @@ class PyTorchTrialContext {
   [[nodiscard]] DTL_INLINE std::int64_t get_per_slot_batch_size() const;
   [[nodiscard]] std::int64_t get_global_batch_size() const { return get_per_slot_batch_size() * s_.distributed.size; }
 
+  /// The run's length as fit() trains it, for sizing a schedule to the run. Known when the trial
+  /// is built if the experiment config's searcher.max_length or --max-length gives it (they
+  /// override fit()'s), else once fit() starts, from FitOptions.max_length. Records become batches
+  /// as in Determined. Before it is known: a ConfigError that says where to give it.
+  ///   const auto total = ctx.get_max_length_batches();     // e.g. 10000 for --max-length batches=10000
+  ///   auto cosine = std::make_shared<dtl::lr::CosineAnnealingLR>(opt, total - warmup);
+  [[nodiscard]] DTL_INLINE Length get_max_length() const;
+  /// get_max_length() in batches: an Epoch length times the batches per epoch, which the config's
+  /// records_per_epoch gives when the trial is built, and the training data loader once fit()
+  /// starts (a callback's on_training_start may ask then).
+  [[nodiscard]] DTL_INLINE std::int64_t get_max_length_batches() const;
+  /// Batches per epoch of the training data (what get_max_length_batches multiplies by): from
+  /// records_per_epoch, or from the training loader once fit() starts.
+  [[nodiscard]] DTL_INLINE std::int64_t get_batches_per_epoch() const;
+
   [[nodiscard]] std::uint64_t get_trial_seed() const noexcept { return s_.trial_seed; }
   [[nodiscard]] std::int64_t get_initial_batch() const noexcept { return initial_batch_; }
   [[nodiscard]] const torch::Device& device() const noexcept { return s_.device; }
@@ -422,6 +438,7 @@ class PyTorchTrialContext {
   std::vector<LRSchedulerEntry> lr_schedulers_;
   std::int64_t batch_idx_ = 0;
   std::int64_t epoch_len_ = 0;  // 0 until training starts
+  std::optional<Length> fit_length_;  // fit()'s resolved max_length, once fit() starts
   std::int64_t initial_batch_ = 0;
   bool stop_requested_ = false;
   std::optional<SummaryWriter> tensorboard_;
@@ -432,6 +449,23 @@ class PyTorchTrialContext {
   nlohmann::json resume_notes_;  // what a resume changed, recorded in later checkpoints
 };
 
+namespace detail {
+
+/// Records become batches as in Determined: `max(records // global_batch_size, 1)` (the global
+/// batch size is asked for only then: a trial may have none).
+[[nodiscard]] inline Length to_length(const LengthSpec& spec, const PyTorchTrialContext& ctx) {
+  switch (spec.unit) {
+    case LengthSpec::Unit::batches:
+      return Batch{spec.value};
+    case LengthSpec::Unit::epochs:
+      return Epoch{spec.value};
+    case LengthSpec::Unit::records:
+      break;
+  }
+  return Batch{std::max<std::int64_t>(spec.value / ctx.get_global_batch_size(), 1)};
+}
+
+}  // namespace detail
 }  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB

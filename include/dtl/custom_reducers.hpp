@@ -30,6 +30,12 @@ namespace dtl::inline DTL_ABI {
 
 // Small named requirements, so a failure names the missing piece.
 
+/// What a per-slot value or a reducer's result may be: anything nlohmann::json holds, or a tensor
+/// (per-rank tensors cross ranks with their dtype and shape and arrive on the CPU; a result tensor
+/// becomes a number, or nested lists, as a metric tensor does).
+template <class T>
+concept ReducerValue = std::convertible_to<T, nlohmann::json> || std::same_as<std::remove_cvref_t<T>, torch::Tensor>;
+
 template <class R>
 concept HasReset = requires(R& r) {
   r.reset();
@@ -37,7 +43,7 @@ concept HasReset = requires(R& r) {
 
 template <class R>
 concept HasPerSlotReduce = requires(R& r) {
-  { r.per_slot_reduce() } -> std::convertible_to<nlohmann::json>;
+  { r.per_slot_reduce() } -> ReducerValue;
 };
 
 template <class R>
@@ -45,7 +51,7 @@ using per_slot_t = std::remove_cvref_t<decltype(std::declval<R&>().per_slot_redu
 
 template <class R>
 concept HasCrossSlotReduce = HasPerSlotReduce<R> && requires(R& r, const std::vector<per_slot_t<R>>& slots) {
-  { r.cross_slot_reduce(slots) } -> std::convertible_to<nlohmann::json>;
+  { r.cross_slot_reduce(slots) } -> ReducerValue;
 };
 
 /// Determined's MetricReducer: `reset()`, `per_slot_reduce()` (this rank's value, any type that
@@ -161,6 +167,27 @@ consteval bool diagnose_reducer() {
   return true;
 }
 
+/// A per-rank tensor as JSON (dtype, shape, values: integers exactly, floating values as doubles),
+/// and back, on the CPU.
+inline nlohmann::json tensor_slot_to_json(const torch::Tensor& t) {
+  const auto c = t.detach().to(torch::kCPU).contiguous();
+  const bool exact = !c.is_floating_point() && !c.is_complex();
+  const auto flat = c.to(exact ? torch::kLong : torch::kDouble).flatten();
+  nlohmann::json values = nlohmann::json::array();
+  for (std::int64_t i = 0; i < flat.numel(); ++i)
+    exact ? values.push_back(flat.data_ptr<std::int64_t>()[i]) : values.push_back(flat.data_ptr<double>()[i]);
+  return {{"dtype", static_cast<int>(c.scalar_type())}, {"shape", c.sizes().vec()}, {"values", std::move(values)}};
+}
+inline torch::Tensor tensor_slot_from_json(const nlohmann::json& j) {
+  const auto type = static_cast<c10::ScalarType>(j.at("dtype").get<int>());
+  const auto shape = j.at("shape").get<std::vector<std::int64_t>>();
+  const auto& v = j.at("values");
+  const bool exact = !c10::isFloatingType(type) && !c10::isComplexType(type);
+  auto flat = exact ? torch::tensor(v.get<std::vector<std::int64_t>>(), torch::kLong)
+                    : torch::tensor(v.get<std::vector<double>>(), torch::kDouble);
+  return flat.reshape(shape).to(type);
+}
+
 /// A wrapped reducer with its type erased: boundaries only, so a virtual call here costs nothing
 /// that matters.
 struct WrappedReducer {
@@ -175,12 +202,25 @@ struct WrappedReducer {
     std::shared_ptr<R> r;
     explicit OpsFor(std::shared_ptr<R> p) : r(std::move(p)) {}
     void reset() override { r->reset(); }
-    nlohmann::json per_slot() override { return r->per_slot_reduce(); }
+    nlohmann::json per_slot() override {
+      if constexpr (std::is_same_v<per_slot_t<R>, torch::Tensor>)
+        return tensor_slot_to_json(r->per_slot_reduce());
+      else
+        return r->per_slot_reduce();
+    }
     nlohmann::json cross_slot(const std::vector<nlohmann::json>& slots) override {
       std::vector<per_slot_t<R>> typed;
       typed.reserve(slots.size());
-      for (const auto& s : slots) typed.push_back(s.template get<per_slot_t<R>>());
-      return r->cross_slot_reduce(typed);
+      for (const auto& s : slots) {
+        if constexpr (std::is_same_v<per_slot_t<R>, torch::Tensor>)
+          typed.push_back(tensor_slot_from_json(s));
+        else
+          typed.push_back(s.template get<per_slot_t<R>>());
+      }
+      if constexpr (std::is_same_v<reducer_result_t<R>, torch::Tensor>)
+        return nlohmann::json(tensor_to_json(r->cross_slot_reduce(typed)));
+      else
+        return r->cross_slot_reduce(typed);
     }
   };
 

@@ -183,9 +183,11 @@ DTL_INLINE detail::ContextSetup make_setup(InitOptions opts, const CommandLine* 
     error = shared.at("error").get<std::string>();
   }
   if (!error.empty()) throw ConfigError(error);
-  if (random_seed && chief)
+  // (A resume continues with its checkpoint's seed, which it names itself.)
+  if (random_seed && chief && !s.overrides.resume)
     std::cerr << "dtl: trial seed " << *seed << " (pass --seed " << *seed << " to repeat this run)\n";
   s.trial_seed = *seed;
+  s.trial_seed_given = !random_seed;
   return s;
 }
 

@@ -63,6 +63,7 @@ class Trainer {
 
   void fit(FitOptions options = {}) {
     opts_ = detail::resolve_fit_options(std::move(options), ctx_);
+    loop_.set_max_length(*opts_.max_length);
     state_ = TrialState{};
     saved_data_position_ = nullptr;
     last_searcher_metric_.reset();

@@ -30,6 +30,8 @@ meson setup "$work/dtl" "$root" --prefix "$prefix" -Dtests=false -Dexamples=fals
   -Dcompiled_lib=$compiled >/dev/null
 meson install -C "$work/dtl" >/dev/null
 pcdir=$(dirname "$(find "$prefix" -name dtl.pc | head -n1)")
+# The plotter the end-of-run summary names is installed as a command.
+"$prefix/bin/dtl-plot" --help | grep -q metrics.jsonl || { echo "consumers: $prefix/bin/dtl-plot does not run"; exit 1; }
 
 run_app() {  # the trial trains y = 2x + 1 and exits 0 when it learned w = 2
   "$1" --run-dir "$work/runs/$2" | tee "$work/$2.out"

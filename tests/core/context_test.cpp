@@ -1,5 +1,7 @@
 #include "test_trials.hpp"
 
+#include "../support/errors.hpp"
+
 #include <fstream>
 
 TEST_CASE("context: hyperparameters, batch sizes and errors that name the problem") {
@@ -87,6 +89,63 @@ TEST_CASE("fit: the experiment config overrides code, the command line overrides
   auto from_cli = run({"--max-length", "batches=6", "--hparam", "learning_rate=0.0"});
   CHECK(from_cli.batches == 6);
   CHECK(from_cli.weights.back() == 0.0);  // lr overridden to 0: the weight never moves
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+// Reads the run's length where a trial would size a schedule: at construction and when training starts.
+struct LengthAtStart : dtl::PyTorchCallback {
+  dtl::PyTorchTrialContext& ctx;
+  std::int64_t batches = -1;
+  explicit LengthAtStart(dtl::PyTorchTrialContext& c) : ctx(c) {}
+  void on_training_start() override { batches = ctx.get_max_length_batches(); }
+};
+}  // namespace
+
+TEST_CASE("context: the run's length, for sizing a schedule: from config or --max-length at construction, from fit() once it starts") {
+  const auto dir = test::temp_run_dir("length");
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir / "epochs.yaml") << "hyperparameters:\n  learning_rate: 0.001\n  global_batch_size: 4\n"
+                                          "records_per_epoch: 40\nsearcher:\n  metric: validation_loss\n"
+                                          "  max_length: {epochs: 3}\n";
+  }
+  int runs = 0;
+  auto init = [&](std::vector<std::string> args) {  // each context its own run directory (one lock each)
+    args.insert(args.begin(), "prog");
+    args.insert(args.end(), {"--run-dir", (dir / ("run" + std::to_string(runs++))).string()});
+    std::vector<const char*> argv;
+    for (auto& a : args) argv.push_back(a.c_str());
+    return dtl::init(static_cast<int>(argv.size()), argv.data(),
+                     {.hparams = {{"learning_rate", 0.001}, {"global_batch_size", 4}}, .seed = 1});
+  };
+  {  // --max-length: known at construction, in batches; records become batches
+    auto ctx = init({"--max-length", "batches=40"});
+    CHECK(ctx.get_max_length().is_batches());
+    CHECK(ctx.get_max_length_batches() == 40);
+    auto by_records = init({"--max-length", "records=100"});
+    CHECK(by_records.get_max_length_batches() == 25);
+  }
+  {  // the config: epochs × records_per_epoch / global batch size, at construction
+    auto ctx = init({"--config", (dir / "epochs.yaml").string()});
+    CHECK(ctx.get_max_length().is_epochs());
+    CHECK(ctx.get_batches_per_epoch() == 10);
+    CHECK(ctx.get_max_length_batches() == 30);
+  }
+  {  // only fit() gives it: an error that says where to give it, then known from on_training_start
+    auto ctx = init({});
+    const auto early = test_support::error_of<dtl::ConfigError>([&] { (void)ctx.get_max_length(); });
+    CHECK(test_support::contains(early, "not known yet"));
+    CHECK(test_support::contains(early, "--max-length"));
+    const auto epoch = test_support::error_of<dtl::ConfigError>([&] { (void)ctx.get_batches_per_epoch(); });
+    CHECK(test_support::contains(epoch, "records_per_epoch"));
+    test::Record rec;
+    auto seen = std::make_shared<LengthAtStart>(ctx);
+    test::LinearTrial trial(ctx, rec, {.extra_callback = seen});  // 64 examples, batch 4: 16 per epoch
+    dtl::Trainer(trial, ctx).fit({.max_length = dtl::Epoch{2}, .quiet = true});
+    CHECK(seen->batches == 32);
+    CHECK(ctx.get_max_length_batches() == 32);
+  }
   std::filesystem::remove_all(dir);
 }
 

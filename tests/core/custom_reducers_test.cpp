@@ -160,3 +160,58 @@ TEST_CASE("wrap_reducer: naming rules checked at run time when the result type i
   CHECK_THROWS_AS(ctx.wrap_reducer(shared, "y"), dtl::InvalidExperimentException);
   std::filesystem::remove_all(ctx.run_dir());
 }
+
+namespace {
+// A confusion matrix kept as a tensor per rank (as a Python trial's reducer may keep one).
+struct Confusion {
+  torch::Tensor counts = torch::zeros({2, 2}, torch::kLong);
+  void update(std::int64_t truth, std::int64_t guess) { counts[truth][guess] += 1; }
+  void reset() { counts.zero_(); }
+  torch::Tensor per_slot_reduce() const { return counts; }
+  torch::Tensor cross_slot_reduce(const std::vector<torch::Tensor>& slots) const {
+    auto total = torch::zeros({2, 2}, torch::kLong);
+    for (const auto& s : slots) total += s;
+    return total.diagonal().sum().to(torch::kDouble) / total.sum();
+  }
+};
+struct Spread {  // float per-slot tensors, a map of results
+  torch::Tensor v = torch::zeros({3}, torch::kFloat32);
+  void reset() { v.zero_(); }
+  torch::Tensor per_slot_reduce() const { return v; }
+  std::map<std::string, double> cross_slot_reduce(const std::vector<torch::Tensor>& slots) const {
+    double hi = 0;
+    for (const auto& s : slots) {
+      CHECK((s.scalar_type() == torch::kFloat32));
+      CHECK((s.sizes() == torch::IntArrayRef{3}));
+      hi = std::max(hi, s.max().item<double>());
+    }
+    return {{"spread_max", hi}};
+  }
+};
+}  // namespace
+
+TEST_CASE("wrap_reducer: per-rank tensors cross ranks with their dtype, shape and values; a tensor result is a number") {
+  static_assert(dtl::MetricReducer<Confusion> && dtl::MetricReducer<Spread>);
+  auto c = std::make_shared<Confusion>();
+  c->update(0, 0), c->update(1, 1), c->update(1, 0);
+  dtl::detail::WrappedReducer::OpsFor<Confusion> ops(c);
+  const auto mine = ops.per_slot();
+  // Two ranks: this one's and another's (exact int64 values, through JSON as allgather carries them).
+  auto other = dtl::detail::tensor_slot_to_json(torch::tensor({{5, 0}, {0, 1}}, torch::kLong));
+  const auto metric = ops.cross_slot({nlohmann::json::from_cbor(nlohmann::json::to_cbor(mine)), other});
+  CHECK(metric.is_number());
+  CHECK(metric.get<double>() == doctest::Approx(8.0 / 9.0));
+
+  const auto big = torch::tensor({(std::int64_t{1} << 62) + 1}, torch::kLong);
+  CHECK(torch::equal(dtl::detail::tensor_slot_from_json(dtl::detail::tensor_slot_to_json(big)), big));
+  const auto f = torch::tensor({{0.1f, -2.5f}}, torch::kFloat32);
+  const auto back = dtl::detail::tensor_slot_from_json(dtl::detail::tensor_slot_to_json(f));
+  CHECK((back.scalar_type() == torch::kFloat32));
+  CHECK(torch::equal(back, f));
+
+  auto s = std::make_shared<Spread>();
+  s->v = torch::tensor({1.0f, 4.0f, 2.0f});
+  dtl::detail::WrappedReducer::OpsFor<Spread> sops(s);
+  const auto m = sops.cross_slot({sops.per_slot(), dtl::detail::tensor_slot_to_json(torch::tensor({0.5f, 0.f, 9.f}))});
+  CHECK(m["spread_max"] == 9.0);
+}

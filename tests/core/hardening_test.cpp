@@ -120,6 +120,31 @@ TEST_CASE("resuming with a changed hyperparameter names it and records it in the
   std::filesystem::remove_all(*opts.run_dir);
 }
 
+TEST_CASE("a resume names a seed that differs only when one was asked for; a drawn one is replaced silently") {
+  Record rec;
+  auto opts = test::init_options("seed_resume");  // seed 1
+  {
+    auto ctx = dtl::init(opts);
+    LinearTrial trial(ctx, rec, {});
+    dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{4}, .quiet = true});
+  }
+  for (const bool given : {false, true}) {
+    auto again = opts;
+    again.seed = given ? std::optional<std::uint64_t>(7) : std::nullopt;
+    auto ctx = dtl::init(again);
+    LinearTrial trial(ctx, rec, {});
+    const auto err = stderr_of([&] {
+      dtl::Trainer(trial, ctx).fit(
+          {.max_length = dtl::Batch{4}, .latest_checkpoint = test::latest_checkpoint(*opts.run_dir), .quiet = true});
+    });
+    INFO(given, " ", err);
+    CHECK(ctx.get_trial_seed() == 1);  // the checkpoint's
+    CHECK((err.find("resuming with the checkpoint's trial seed 1, not 7") != std::string::npos) == given);
+    CHECK((err.find("trial seed") != std::string::npos) == given);
+  }
+  std::filesystem::remove_all(*opts.run_dir);
+}
+
 TEST_CASE("enable_tensorboard_logging = false writes no event files; true (the default) does") {
   for (bool on : {true, false}) {
     Record rec;

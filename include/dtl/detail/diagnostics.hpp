@@ -287,10 +287,11 @@
 /// The MetricReducer has no per_slot_reduce().
 /// Means: Each rank's part of the metric is `per_slot_reduce()`'s value, which is gathered
 /// across the ranks as JSON.
-/// Fix: Give the reducer `per_slot_reduce()`, returning a type `nlohmann::json` can hold.
+/// Fix: Give the reducer `per_slot_reduce()`, returning a type `nlohmann::json` can hold or a
+/// `torch::Tensor` (it arrives on the CPU, with its dtype and shape).
 #define DTL_DIAG_REDUCER_NO_PER_SLOT_REDUCE                                      \
   "dtl: wrap_reducer: a MetricReducer needs `per_slot_reduce()` returning this " \
-  "rank's value as a type nlohmann::json can hold (a number, vector, map, ...)"
+  "rank's value as a type nlohmann::json can hold (a number, vector, map, ...) or a torch::Tensor"
 
 /// The MetricReducer has no cross_slot_reduce() for its per-slot values.
 /// Means: The metric is what `cross_slot_reduce` makes of every rank's `per_slot_reduce()`
@@ -397,5 +398,16 @@
 /// little-endian.
 #define DTL_DIAG_BIG_ENDIAN_HOST \
   "torch.save records hold native little-endian bytes; big-endian hosts are not supported"
+
+/// LibTorch's distributed defines are missing from the compiler's command line.
+/// Means: A header-only translation unit compiles dtl's process groups, and LibTorch declares
+/// `c10d::ProcessGroupGloo` only under `USE_DISTRIBUTED` and `USE_C10D_GLOO`, which its own build
+/// defines and a plain `g++` line does not.
+/// Fix: Add `-DUSE_DISTRIBUTED -DUSE_C10D_GLOO`, or build with what sets them for you:
+/// `pkg-config --cflags dtl`, dtl's CMake package or its meson dependency; or link libdtl
+/// (`DTL_COMPILED_LIB`), which was built with them.
+#define DTL_DIAG_MISSING_DISTRIBUTED_DEFINES                                                       \
+  "dtl: compile with -DUSE_DISTRIBUTED -DUSE_C10D_GLOO (LibTorch declares its Gloo process group " \
+  "only under them); `pkg-config --cflags dtl`, dtl's CMake package and its meson dependency add them"
 
 #endif  // DTL_DETAIL_DIAGNOSTICS_HPP

@@ -4,7 +4,17 @@
 
 #include <dtl/detail/abi.hpp>
 
+#include <dtl/detail/diagnostics.hpp>
 #include <dtl/distributed/distributed_context.hpp>
+
+// LibTorch declares ProcessGroupGloo only under its build's defines: say so first, by name.
+#if defined(USE_DISTRIBUTED) && defined(USE_C10D_GLOO)
+#define DTL_HAS_DISTRIBUTED_DEFINES true
+#else
+#define DTL_HAS_DISTRIBUTED_DEFINES false
+#endif
+static_assert(DTL_HAS_DISTRIBUTED_DEFINES, DTL_DIAG_MISSING_DISTRIBUTED_DEFINES);
+#undef DTL_HAS_DISTRIBUTED_DEFINES
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>

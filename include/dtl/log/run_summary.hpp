@@ -65,8 +65,8 @@ class RunSummary {
                                             std::to_string(best_checkpoint_->second) + ")"
                                       : std::string()));
     const auto run = run_dir.string();
-    out.push_back("look further: metrics in " + run + "/metrics.jsonl; tensorboard --logdir " + run +
-                  "/tensorboard; continue with --run-dir " + run + " --resume latest");
+    out.push_back("look further: dtl-plot " + run + "/metrics.jsonl -o " + run + "/metrics.html; tensorboard --logdir " +
+                  run + "/tensorboard; continue with --run-dir " + run + " --resume latest");
     return out;
   }
 

@@ -94,9 +94,11 @@ class CheckpointSession {
     LoopAccess loop(ctx_);
     loop.broadcast_model_state();
     // A resumed trial keeps its seed, so that its data order (seeded from it) continues.
+    // A seed that was asked for and differs is named; a drawn one is replaced without a word.
     if (const auto seed = out.state.trial_seed; seed && *seed != ctx_.get_trial_seed()) {
-      console_.warn("resuming with the checkpoint's trial seed " + std::to_string(*seed) + ", not " +
-                    std::to_string(ctx_.get_trial_seed()) + ": a resumed trial keeps its seed");
+      if (loop.trial_seed_given())
+        console_.warn("resuming with the checkpoint's trial seed " + std::to_string(*seed) + ", not " +
+                      std::to_string(ctx_.get_trial_seed()) + ": a resumed trial keeps its seed");
       loop.adopt_trial_seed(*seed);
     }
     warn_changed_hparams(dir);

@@ -65,20 +65,6 @@ struct TrialState {
 
 namespace detail {
 
-/// Records become batches as in Determined: `max(records // global_batch_size, 1)` (the global
-/// batch size is asked for only then: a trial may have none).
-[[nodiscard]] inline Length to_length(const LengthSpec& spec, const PyTorchTrialContext& ctx) {
-  switch (spec.unit) {
-    case LengthSpec::Unit::batches:
-      return Batch{spec.value};
-    case LengthSpec::Unit::epochs:
-      return Epoch{spec.value};
-    case LengthSpec::Unit::records:
-      break;
-  }
-  return Batch{std::max<std::int64_t>(spec.value / ctx.get_global_batch_size(), 1)};
-}
-
 /// The options a fit runs with: the experiment config's over fit's arguments, the command line's
 /// over both; a missing or scheduled max_length is a ConfigError.
 inline FitOptions resolve_fit_options(FitOptions o, const PyTorchTrialContext& ctx) {

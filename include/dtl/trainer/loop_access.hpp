@@ -21,8 +21,12 @@ class LoopAccess {
   void set_epoch_length(std::int64_t n) noexcept { ctx_.epoch_len_ = n; }
   [[nodiscard]] std::int64_t epoch_length() const noexcept { return ctx_.epoch_len_; }
   void set_initial_batch(std::int64_t b) noexcept { ctx_.initial_batch_ = b; }
+  /// fit()'s resolved max_length (what get_max_length answers when neither config nor command line gave it).
+  void set_max_length(const Length& l) { ctx_.fit_length_ = l; }
   /// A resumed trial keeps the checkpoint's seed, so that its data order continues.
   void adopt_trial_seed(std::uint64_t seed) noexcept { ctx_.s_.trial_seed = seed; }
+  /// Whether this run's seed was asked for (--seed, InitOptions.seed, experiment_seed), not drawn.
+  [[nodiscard]] bool trial_seed_given() const noexcept { return ctx_.s_.trial_seed_given; }
   /// What a resume changed, recorded in the next checkpoints' load_data.json.
   void set_resume_notes(nlohmann::json notes) { ctx_.resume_notes_ = std::move(notes); }
 
