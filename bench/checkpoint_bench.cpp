@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
     std::int64_t step = 0;
     for (int r = 0; r < rounds; ++r) {
       const auto a = [&] {
-        full.push_back(seconds_of([&] { ck.save(trial, {.batches_trained = ++step}); }));
+        full.push_back(seconds_of([&] { ck.save(trial, {{.batches_trained = ++step}}); }));
       };
       const auto b = [&] { plain.push_back(seconds_of([&] { plain_write(params, dir / "plain.bin"); })); };
       r % 2 ? (b(), a()) : (a(), b());
@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
       dtl::detail::BackgroundWriter<dtl::detail::WrittenCheckpoint> bg;
       for (int r = 0; r < rounds; ++r) {
         pause.push_back(seconds_of([&] {
-          auto snap = std::make_shared<dtl::detail::CheckpointSnapshot>(ck.snapshot(trial, {.batches_trained = ++step}));
+          auto snap = std::make_shared<dtl::detail::CheckpointSnapshot>(ck.snapshot(trial, {{.batches_trained = ++step}}));
           bg.start([&ck, snap] { return ck.write(*snap); });
         }));
         (void)bg.wait();

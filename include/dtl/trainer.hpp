@@ -280,11 +280,7 @@ class Trainer {
 
   void resume(const std::filesystem::path& dir) {
     auto r = checkpoints_->load(dir);
-    state_ = TrialState{.batches_trained = r.state.batches_trained,
-                        .epochs_trained = r.state.epochs_trained,
-                        .last_val = r.state.last_val,
-                        .last_ckpt = r.state.last_ckpt,
-                        .best_validation = r.state.best_validation};
+    state_ = static_cast<const TrialState&>(r.state);
     saved_data_position_ = std::move(r.data_position);
     reporter_->resumed_at(state_.batches_trained);
   }
@@ -492,15 +488,9 @@ class Trainer {
   void checkpoint() {
     const auto t0 = Clock::now();
     state_.last_ckpt = state_.batches_trained;
-    checkpoints_->save(
-        detail::CheckpointState{
-            .batches_trained = state_.batches_trained,
-            .epochs_trained = state_.epochs_trained,
-            .last_val = state_.last_val,
-            .last_ckpt = state_.last_ckpt,
-            .best_validation = state_.best_validation,
-            .validation_metric = state_.last_val == state_.batches_trained ? last_searcher_metric_ : std::nullopt},
-        data_position_ ? data_position_() : nlohmann::json(nullptr));
+    detail::CheckpointState st{state_};
+    st.validation_metric = state_.last_val == state_.batches_trained ? last_searcher_metric_ : std::nullopt;
+    checkpoints_->save(std::move(st), data_position_ ? data_position_() : nlohmann::json(nullptr));
     phase_.checkpoint += Clock::now() - t0;
   }
 

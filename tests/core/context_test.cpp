@@ -4,6 +4,16 @@
 
 #include <fstream>
 
+namespace {
+/// dtl::init from a command line (`prog` first), as a program's main gets it.
+dtl::PyTorchTrialContext init_from_args(std::vector<std::string> args, dtl::InitOptions opts) {
+  args.insert(args.begin(), "prog");
+  std::vector<const char*> argv;
+  for (auto& a : args) argv.push_back(a.c_str());
+  return dtl::init(static_cast<int>(argv.size()), argv.data(), std::move(opts));
+}
+}  // namespace
+
 TEST_CASE("context: hyperparameters, batch sizes and errors that name the problem") {
   auto ctx = dtl::init({.hparams = {{"lr", 0.5}, {"global_batch_size", 8}, {"name", "x"}},
                         .seed = 3,
@@ -71,13 +81,10 @@ TEST_CASE("fit: the experiment config overrides code, the command line overrides
                                        "min_validation_period: {batches: 4}\n";
   }
   auto run = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"prog", "--config", (dir / "exp.yaml").string(), "--run-dir",
-                                     (dir / "run").string()};
+    std::vector<std::string> args = {"--config", (dir / "exp.yaml").string(), "--run-dir", (dir / "run").string()};
     args.insert(args.end(), extra.begin(), extra.end());
-    std::vector<const char*> argv;
-    for (auto& a : args) argv.push_back(a.c_str());
     test::Record rec;
-    auto ctx = dtl::init(static_cast<int>(argv.size()), argv.data(), {.seed = 1});
+    auto ctx = init_from_args(args, {.seed = 1});
     test::LinearTrial trial(ctx, rec, {});
     dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{100}, .checkpoint_policy = dtl::CheckpointPolicy::none});
     std::filesystem::remove_all(dir / "run");
@@ -112,12 +119,8 @@ TEST_CASE("context: the run's length, for sizing a schedule: from config or --ma
   }
   int runs = 0;
   auto init = [&](std::vector<std::string> args) {  // each context its own run directory (one lock each)
-    args.insert(args.begin(), "prog");
     args.insert(args.end(), {"--run-dir", (dir / ("run" + std::to_string(runs++))).string()});
-    std::vector<const char*> argv;
-    for (auto& a : args) argv.push_back(a.c_str());
-    return dtl::init(static_cast<int>(argv.size()), argv.data(),
-                     {.hparams = {{"learning_rate", 0.001}, {"global_batch_size", 4}}, .seed = 1});
+    return init_from_args(args, {.hparams = {{"learning_rate", 0.001}, {"global_batch_size", 4}}, .seed = 1});
   };
   {  // --max-length: known at construction, in batches; records become batches
     auto ctx = init({"--max-length", "batches=40"});

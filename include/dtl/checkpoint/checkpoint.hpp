@@ -22,6 +22,20 @@
 #include <string>
 #include <vector>
 
+namespace dtl::inline DTL_ABI {
+
+/// Where a run stands; saved in checkpoints (Determined's `_TrialState`, plus the best validation
+/// so far, which `checkpoint_policy = best` compares against after a resume).
+struct TrialState {
+  std::int64_t batches_trained = 0;
+  std::int64_t epochs_trained = 0;
+  std::int64_t last_val = 0;
+  std::int64_t last_ckpt = 0;
+  std::optional<double> best_validation;
+};
+
+}  // namespace dtl
+
 namespace dtl::inline DTL_ABI::detail {
 
 /// State saved beside the trial's under state_dict.pth's `callbacks` entry, by name (Determined
@@ -36,14 +50,8 @@ struct CheckpointHooks {
   std::function<void(const c10::impl::GenericDict&)> load_started;
 };
 
-/// The counters a checkpoint carries (Determined's trial state, plus the best validation so
-/// far, which `checkpoint_policy = best` compares against after a resume).
-struct CheckpointState {
-  std::int64_t batches_trained = 0;
-  std::int64_t epochs_trained = 0;
-  std::int64_t last_val = 0;
-  std::int64_t last_ckpt = 0;
-  std::optional<double> best_validation;
+/// What a checkpoint carries besides the trial's state dicts: where the run stands, and the rest.
+struct CheckpointState : TrialState {
   /// Where the training data stands (the loader's description and its sampler state), or null
   /// when unknown; the Trainer then resumes the data by skipping.
   nlohmann::json data_position;

@@ -1,10 +1,11 @@
 // dtl — what Trainer::fit takes (FitOptions, Determined's defaults), how the experiment config and
-// the command line override it, and where a run stands (TrialState, what checkpoints count).
+// the command line override it.
 #ifndef DTL_TRAINER_FIT_OPTIONS_HPP
 #define DTL_TRAINER_FIT_OPTIONS_HPP
 
 #include <dtl/detail/abi.hpp>
 
+#include <dtl/checkpoint/checkpoint.hpp>
 #include <dtl/context.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/units.hpp>
@@ -52,15 +53,6 @@ struct FitOptions {
   /// boundary (report, validation or checkpoint) and at the end of fit. false: written and
   /// collected at once, as Determined does.
   bool checkpoint_in_background = true;
-};
-
-/// Where a run stands; saved in checkpoints (Determined's `_TrialState`).
-struct TrialState {
-  std::int64_t batches_trained = 0;
-  std::int64_t epochs_trained = 0;
-  std::int64_t last_val = 0;
-  std::int64_t last_ckpt = 0;
-  std::optional<double> best_validation;
 };
 
 namespace detail {
