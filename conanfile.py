@@ -31,7 +31,8 @@ class DtlConan(ConanFile):
     settings = "os", "arch", "compiler", "build_type"
     options = {"compiled": [True, False], "torch": ["ANY"], "cuda": [True, False]}
     default_options = {"compiled": False, "torch": "/usr", "cuda": False}
-    exports_sources = "include/*", "src/*", "cmake/*", "meson.build", "meson_options.txt", "LICENSE*"
+    exports_sources = ("include/*", "src/*", "cmake/*", "tools/plot_metrics.py", "meson.build", "meson_options.txt",
+                       "LICENSE*")
 
     def configure(self):
         self.package_type = "static-library" if self.options.compiled else "header-library"
@@ -70,7 +71,7 @@ class DtlConan(ConanFile):
         pc = next(Path(self.package_folder).rglob(f"{name}.pc"))
         fields = _read_pc(pc, self.package_folder)
         info = self.cpp_info
-        info.bindirs = []
+        info.bindirs = ["bin"]  # dtl-plot
         info.includedirs, info.libdirs, info.libs, info.defines, info.cxxflags = [], [], [], [], []
         flags = shlex.split(fields.get("Cflags", ""))
         i = 0
