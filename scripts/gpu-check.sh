@@ -4,17 +4,26 @@
 #   1. tests/dtl_cuda_tests: the model and batches on cuda:0, pinned batches; autocast in float16
 #      and bfloat16; GradScaler skipping a real float16 overflow; a checkpoint written on the GPU
 #      resuming bit for bit (the CUDA generator included); NCCL on one rank; the gradient
-#      all-reduce on CUDA tensors;
-#   2. the CPU suite of the same build (dtl_tests with CUDA hidden: it asserts CPU arithmetic);
-#   3. the flagship (Fashion-MNIST) on cuda:0, and resumed there from its checkpoint;
-#   4. the flagship on two ranks sharing the GPU over Gloo (torchrun).
+#      all-reduce on CUDA tensors; Kineto traces holding the GPU's kernels;
+#   2. the flagship (Fashion-MNIST) on cuda:0, and resumed there from its checkpoint;
+#   3. the flagship on two ranks sharing the GPU over Gloo (torchrun);
+#   4. (--bench) bench/trainer_overhead on cuda:0: the Trainer against a hand-written loop;
+#   5. the CPU suite of the same build (dtl_tests with CUDA hidden: it asserts CPU arithmetic),
+#      built while 1.-3. run, and run last.
 # It needs a GPU, a Python whose torch has CUDA, meson, ninja, g++ >= 12, and nlohmann-json,
-# yaml-cpp, doctest and zlib where the compiler finds them; it downloads nothing.
+# yaml-cpp, doctest and zlib where the compiler finds them (or --debs); it downloads nothing.
 #
-# usage: scripts/gpu-check.sh [--python PY] [--data DIR] [--out DIR] [--build DIR] [--cuda-tests-only]
+# usage: scripts/gpu-check.sh [--python PY] [--data DIR] [--out DIR] [--build DIR] [--debs DIR]
+#                             [--bench] [--no-cpu-suite] [--cuda-tests-only]
 #   --python PY  the Python whose torch to build against (default: .venv/bin/python3, else python3)
 #   --data DIR   Fashion-MNIST's four .gz files (default: Debian's /usr/share/datasets/fashion-mnist)
 #   --out DIR    where logs and the summary go (default: build-gpu/check)
+#   --debs DIR   Debian packages (nlohmann-json3-dev, doctest-dev, libyaml-cpp-dev, libyaml-cpp0.7,
+#                zlib1g-dev, pkgconf, pkgconf-bin, libpkgconf3) to unpack into / for each one this
+#                machine lacks: for a throwaway GPU machine that cannot download. It adds files
+#                only where the compiler finds no such header (or no pkg-config).
+#   --bench      also run bench/trainer_overhead --device=cuda
+#   --no-cpu-suite   skip 5.
 #   --cuda-tests-only   build and run tests/dtl_cuda_tests alone (1.)
 # Ends with "gpu-check: N passed, N failed"; exit status 0 if nothing failed, 2 without a GPU.
 set -uo pipefail
@@ -23,6 +32,9 @@ python=
 data=/usr/share/datasets/fashion-mnist
 out=
 build=build-gpu
+debs=
+bench=false
+cpu_suite=true
 cuda_only=false
 while [ $# -gt 0 ]; do
   case $1 in
@@ -30,7 +42,10 @@ while [ $# -gt 0 ]; do
     --data) data=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    --cuda-tests-only) cuda_only=true; shift ;;
+    --debs) debs=$2; shift 2 ;;
+    --bench) bench=true; shift ;;
+    --no-cpu-suite) cpu_suite=false; shift ;;
+    --cuda-tests-only) cuda_only=true; cpu_suite=false; shift ;;
     *) echo "gpu-check: unknown argument $1 (see the top of $0)" >&2; exit 2 ;;
   esac
 done
@@ -53,19 +68,52 @@ say "torch: $("$python" -c 'import torch; print(torch.__version__, "CUDA", torch
 cxx=${CXX:-$(command -v g++-12 || command -v g++)}
 say "compiler: $("$cxx" --version | head -n1)"
 
+# --debs: unpack what the compiler cannot find. Each package only adds files (a header directory,
+# a .pc file, a library this machine has under another version), so nothing there is replaced.
+if [ -n "$debs" ]; then
+  has_header() { echo "#include <$1>" | "$cxx" -E -x c++ - >/dev/null 2>&1; }
+  unpack() {  # deb-name...
+    local n f
+    for n in "$@"; do
+      for f in "$debs"/"${n}"_*.deb; do
+        [ -f "$f" ] || { say "gpu-check: --debs $debs has no ${n}_*.deb"; exit 1; }
+        dpkg -x "$f" / && say "unpacked $(basename "$f")"
+      done
+    done
+  }
+  command -v pkg-config >/dev/null || unpack pkgconf pkgconf-bin libpkgconf3
+  has_header nlohmann/json.hpp || unpack nlohmann-json3-dev
+  has_header doctest/doctest.h || unpack doctest-dev
+  has_header yaml-cpp/yaml.h || unpack libyaml-cpp-dev libyaml-cpp0.7
+  if ! has_header zlib.h; then
+    unpack zlib1g-dev
+    # Debian's libz.so points at Debian's libz.so.1.2.13; point it at this machine's libz.so.1.
+    libz=$(ldconfig -p | awk '/libz\.so\.1 .*x86-64/ {print $NF; exit}')
+    [ -n "$libz" ] && ln -sf "$libz" /usr/lib/x86_64-linux-gnu/libz.so
+  fi
+  ldconfig
+fi
+
 start=$(date +%s)
 if [ ! -f "$build/build.ninja" ]; then
   CXX=$cxx meson setup "$build" -Dtorch_prefix="$python" -Dcuda=true -Dtests=true -Dexamples=true \
-    -Dbuildtype=release >"$out/setup.log" 2>&1 || { tail -n 30 "$out/setup.log"; say "gpu-check: 0 passed, 1 failed (meson setup)"; exit 1; }
+    -Dbenchmarks=$bench -Dbuildtype=release >"$out/setup.log" 2>&1 ||
+    { tail -n 30 "$out/setup.log"; say "gpu-check: 0 passed, 1 failed (meson setup)"; exit 1; }
 fi
-targets=()
-$cuda_only && targets=(tests/dtl_cuda_tests)
-if ! ninja -C "$build" "${targets[@]}" >"$out/build.log" 2>&1; then
-  grep -E "error|FAILED" "$out/build.log" | head -n 40
-  say "gpu-check: 0 passed, 1 failed (build)"
-  exit 1
-fi
-say "built in $(( $(date +%s) - start )) s"
+build_targets() {  # log, target...: builds them, or says so and exits
+  local log=$1
+  shift
+  if ! ninja -C "$build" "$@" >"$out/$log" 2>&1; then
+    grep -E "error|FAILED" "$out/$log" | head -n 40
+    say "gpu-check: 0 passed, 1 failed (build: $*)"
+    exit 1
+  fi
+}
+targets=(tests/dtl_cuda_tests)
+$cuda_only || targets+=(examples/fashion_mnist)
+$bench && targets+=(bench/trainer_overhead)
+build_targets build.log "${targets[@]}"
+say "built ${targets[*]} in $(( $(date +%s) - start )) s"
 
 passed=0
 failed=0
@@ -85,15 +133,25 @@ doctest_summary() {  # the doctest summary lines of a log, into the summary
   grep -E '^\[doctest\] (test cases|assertions)' "$1" | sed 's/^/    /' | tee -a "$summary"
 }
 
-check cuda_tests "$build/tests/dtl_cuda_tests" --no-intro
+# The bench first, on a quiet machine (the CPU suite's build starts after it).
+if $bench; then
+  check bench_cuda "$build/bench/trainer_overhead" --device=cuda 5
+  sed -n '/^model/,/^|/p' "$out/bench_cuda.log" | grep -v '^|' | sed 's/^/    /' | tee -a "$summary"
+fi
+builder=
+if $cpu_suite; then  # built while the GPU cases run
+  ninja -C "$build" tests/dtl_tests >"$out/build_cpu_suite.log" 2>&1 &
+  builder=$!
+fi
+
+check cuda_tests "$build/tests/dtl_cuda_tests" --no-intro --success
 doctest_summary "$out/cuda_tests.log"
+grep -o "trace: .*kernel events.*events" "$out/cuda_tests.log" | head -n 1 | sed 's/^/    /' | tee -a "$summary"
 if $cuda_only; then
   say "gpu-check: $passed passed, $failed failed"
   [ "$failed" -eq 0 ]
   exit
 fi
-check cpu_suite env CUDA_VISIBLE_DEVICES= "$build/tests/dtl_tests" --no-intro
-doctest_summary "$out/cpu_suite.log"
 
 fm=$out/runs
 rm -rf "$fm"
@@ -116,6 +174,19 @@ if [ -f "$data/train-images-idx3-ubyte.gz" ]; then
   [ -f "$fm/two/metrics.jsonl" ] && say "    two ranks: $(last_validation "$fm/two/metrics.jsonl" 0.75)"
 else
   say "SKIP flagship: no Fashion-MNIST in $data (pass --data DIR)"
+fi
+
+if $cpu_suite; then
+  t0=$(date +%s)
+  if wait "$builder"; then
+    say "built tests/dtl_tests ($(( $(date +%s) - t0 )) s after the GPU cases)"
+    check cpu_suite env CUDA_VISIBLE_DEVICES= "$build/tests/dtl_tests" --no-intro
+    doctest_summary "$out/cpu_suite.log"
+  else
+    grep -E "error|FAILED" "$out/build_cpu_suite.log" | head -n 40
+    say "FAIL cpu_suite (build)"
+    failed=$((failed + 1))
+  fi
 fi
 
 say "total $(( $(date +%s) - start )) s"

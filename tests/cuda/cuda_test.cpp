@@ -2,7 +2,7 @@
 // GPU): device placement and pinned, non-blocking batches; autocast in float16 and bfloat16;
 // GradScaler's skip and back-off on a real float16 overflow; a checkpoint written on the GPU
 // resuming bit for bit (the CUDA generator included); the NCCL backend and the gradient
-// all-reduce on CUDA tensors.
+// all-reduce on CUDA tensors; Kineto traces with the GPU's kernels.
 #include "../core/test_trials.hpp"
 
 #include <fstream>
@@ -262,4 +262,30 @@ TEST_CASE("cuda: data-parallel gradient sync over NCCL on one rank leaves the gr
   }
   std::size_t i = 0;
   for (const auto& p : net->parameters()) CHECK(torch::equal(p.grad(), plain[i++]));
+}
+
+TEST_CASE("cuda: set_profiler's Kineto traces hold the GPU's kernels beside train_batch") {
+  const auto dir = std::filesystem::temp_directory_path() / "dtl-cuda-profiler";
+  std::filesystem::remove_all(dir);
+  auto ctx = dtl::init(options(dir));
+  GpuTrial trial(ctx);
+  ctx.set_profiler({.wait = 1, .warmup = 1, .active = 2, .repeat = 1});
+  dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{8}, .quiet = true});
+  const auto traces = ctx.profiler_traces();
+  REQUIRE(traces.size() == 1);
+  nlohmann::json trace;
+  std::ifstream(traces[0]) >> trace;
+  REQUIRE(trace.is_object());
+  int train_batches = 0, kernels = 0, runtime = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    const auto cat = e.value("cat", std::string());
+    train_batches += e.value("name", std::string()) == "train_batch";
+    kernels += cat == "kernel";
+    runtime += cat == "cuda_runtime" || cat == "cuda_driver";
+  }
+  MESSAGE("trace: " << kernels << " kernel events, " << runtime << " CUDA runtime/driver events");
+  CHECK(train_batches == 2);
+  CHECK(kernels > 0);
+  CHECK(runtime > 0);
+  std::filesystem::remove_all(dir);
 }
