@@ -276,14 +276,17 @@ TEST_CASE("cuda: set_profiler's Kineto traces hold the GPU's kernels beside trai
   nlohmann::json trace;
   std::ifstream(traces[0]) >> trace;
   REQUIRE(trace.is_object());
-  int train_batches = 0, kernels = 0, runtime = 0;
+  // Each train_batch range appears twice: on the CPU (user_annotation) and, with CUDA activity,
+  // again on the GPU's timeline (gpu_user_annotation).
+  int train_batches = 0, gpu_ranges = 0, kernels = 0, runtime = 0;
   for (const auto& e : trace["traceEvents"]) {
     const auto cat = e.value("cat", std::string());
-    train_batches += e.value("name", std::string()) == "train_batch";
+    if (e.value("name", std::string()) == "train_batch") (cat.starts_with("gpu_") ? gpu_ranges : train_batches) += 1;
     kernels += cat == "kernel";
     runtime += cat == "cuda_runtime" || cat == "cuda_driver";
   }
-  MESSAGE("trace: " << kernels << " kernel events, " << runtime << " CUDA runtime/driver events");
+  MESSAGE("trace: " << kernels << " kernel events, " << runtime << " CUDA runtime/driver events, " << gpu_ranges
+                    << " train_batch ranges on the GPU");
   CHECK(train_batches == 2);
   CHECK(kernels > 0);
   CHECK(runtime > 0);
