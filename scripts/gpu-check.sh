@@ -11,17 +11,13 @@
 #   5. the CPU suite of the same build (dtl_tests with CUDA hidden: it asserts CPU arithmetic),
 #      built while 1.-3. run, and run last.
 # It needs a GPU, a Python whose torch has CUDA, meson, ninja, g++ >= 12, and nlohmann-json,
-# yaml-cpp, doctest and zlib where the compiler finds them (or --debs); it downloads nothing.
+# yaml-cpp, doctest and zlib where the compiler finds them; it downloads nothing.
 #
-# usage: scripts/gpu-check.sh [--python PY] [--data DIR] [--out DIR] [--build DIR] [--debs DIR]
+# usage: scripts/gpu-check.sh [--python PY] [--data DIR] [--out DIR] [--build DIR]
 #                             [--bench] [--no-cpu-suite] [--cuda-tests-only]
 #   --python PY  the Python whose torch to build against (default: .venv/bin/python3, else python3)
 #   --data DIR   Fashion-MNIST's four .gz files (default: Debian's /usr/share/datasets/fashion-mnist)
 #   --out DIR    where logs and the summary go (default: build-gpu/check)
-#   --debs DIR   Debian packages (nlohmann-json3-dev, doctest-dev, libyaml-cpp-dev, libyaml-cpp0.7,
-#                zlib1g-dev, pkgconf, pkgconf-bin, libpkgconf3) to unpack into / for each one this
-#                machine lacks: for a throwaway GPU machine that cannot download. It adds files
-#                only where the compiler finds no such header (or no pkg-config).
 #   --bench      also run bench/trainer_overhead --device=cuda
 #   --no-cpu-suite   skip 5.
 #   --cuda-tests-only   build and run tests/dtl_cuda_tests alone (1.)
@@ -32,7 +28,6 @@ python=
 data=/usr/share/datasets/fashion-mnist
 out=
 build=build-gpu
-debs=
 bench=false
 cpu_suite=true
 cuda_only=false
@@ -42,7 +37,6 @@ while [ $# -gt 0 ]; do
     --data) data=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    --debs) debs=$2; shift 2 ;;
     --bench) bench=true; shift ;;
     --no-cpu-suite) cpu_suite=false; shift ;;
     --cuda-tests-only) cuda_only=true; cpu_suite=false; shift ;;
@@ -67,32 +61,6 @@ say "GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
 say "torch: $("$python" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)')"
 cxx=${CXX:-$(command -v g++-12 || command -v g++)}
 say "compiler: $("$cxx" --version | head -n1)"
-
-# --debs: unpack what the compiler cannot find. Each package only adds files (a header directory,
-# a .pc file, a library this machine has under another version), so nothing there is replaced.
-if [ -n "$debs" ]; then
-  has_header() { echo "#include <$1>" | "$cxx" -E -x c++ - >/dev/null 2>&1; }
-  unpack() {  # deb-name...
-    local n f
-    for n in "$@"; do
-      for f in "$debs"/"${n}"_*.deb; do
-        [ -f "$f" ] || { say "gpu-check: --debs $debs has no ${n}_*.deb"; exit 1; }
-        dpkg -x "$f" / && say "unpacked $(basename "$f")"
-      done
-    done
-  }
-  command -v pkg-config >/dev/null || unpack pkgconf pkgconf-bin libpkgconf3
-  has_header nlohmann/json.hpp || unpack nlohmann-json3-dev
-  has_header doctest/doctest.h || unpack doctest-dev
-  has_header yaml-cpp/yaml.h || unpack libyaml-cpp-dev libyaml-cpp0.7
-  if ! has_header zlib.h; then
-    unpack zlib1g-dev
-    # Debian's libz.so points at Debian's libz.so.1.2.13; point it at this machine's libz.so.1.
-    libz=$(ldconfig -p | awk '/libz\.so\.1 .*x86-64/ {print $NF; exit}')
-    [ -n "$libz" ] && ln -sf "$libz" /usr/lib/x86_64-linux-gnu/libz.so
-  fi
-  ldconfig
-fi
 
 start=$(date +%s)
 if [ ! -f "$build/build.ninja" ]; then
