@@ -92,11 +92,7 @@ DTL_INLINE std::int64_t PyTorchTrialContext::get_per_slot_batch_size() const {
 }
 
 DTL_INLINE Length PyTorchTrialContext::get_max_length() const {
-  // fit()'s precedence: the command line over the config over FitOptions.
-  if (s_.overrides.max_length) return detail::to_length(*s_.overrides.max_length, *this);
-  if (s_.config)
-    if (auto m = s_.config->max_length()) return detail::to_length(*m, *this);
-  if (fit_length_) return *fit_length_;
+  if (auto length = detail::resolved_max_length(*this, fit_length_)) return *length;
   throw ConfigError(
       "dtl: get_max_length: the run's length is not known yet: FitOptions.max_length reaches the context when "
       "fit() starts, after the trial is built. Give it where the trial can read it at construction — "
@@ -111,7 +107,7 @@ DTL_INLINE std::int64_t PyTorchTrialContext::get_batches_per_epoch() const {
         "run's length in batches, or records_per_epoch in the experiment config");
   if (epoch_len_ > 0) return epoch_len_;
   if (s_.config)
-    if (auto rpe = s_.config->records_per_epoch()) return std::max<std::int64_t>(*rpe / get_global_batch_size(), 1);
+    if (auto rpe = s_.config->records_per_epoch()) return detail::batches_of_records(*rpe, get_global_batch_size());
   throw ConfigError(
       "dtl: get_batches_per_epoch: an epoch's batches are known once fit() has built the training data loader, "
       "after the trial is built; set records_per_epoch in the experiment config, give the length in batches, or "

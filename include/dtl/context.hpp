@@ -451,7 +451,7 @@ class PyTorchTrialContext {
 
 namespace detail {
 
-/// Records become batches as in Determined: `max(records // global_batch_size, 1)` (the global
+/// A length as the trial's units (records become batches, detail::batches_of_records; the global
 /// batch size is asked for only then: a trial may have none).
 [[nodiscard]] inline Length to_length(const LengthSpec& spec, const PyTorchTrialContext& ctx) {
   switch (spec.unit) {
@@ -462,7 +462,17 @@ namespace detail {
     case LengthSpec::Unit::records:
       break;
   }
-  return Batch{std::max<std::int64_t>(spec.value / ctx.get_global_batch_size(), 1)};
+  return Batch{batches_of_records(spec.value, ctx.get_global_batch_size())};
+}
+
+/// The run's length by fit()'s precedence: the command line over the experiment config over
+/// `given` (FitOptions.max_length); empty when none of them gives one.
+[[nodiscard]] inline std::optional<Length> resolved_max_length(const PyTorchTrialContext& ctx,
+                                                               std::optional<Length> given) {
+  if (const auto& m = ctx.run_overrides().max_length) return to_length(*m, ctx);
+  if (const auto& cfg = ctx.experiment_config())
+    if (auto m = cfg->max_length()) return to_length(*m, ctx);
+  return given;
 }
 
 }  // namespace detail

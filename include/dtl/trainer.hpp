@@ -133,7 +133,7 @@ class Trainer {
     std::int64_t epoch_len = detail::epoch_length(train_loader, dist.size);
     // Determined ignores records_per_epoch (its issue #6869); dtl honours it as an explicit epoch length.
     if (const auto& cfg = ctx_.experiment_config())
-      if (auto rpe = cfg->records_per_epoch()) epoch_len = std::max<std::int64_t>(*rpe / ctx_.get_global_batch_size(), 1);
+      if (auto rpe = cfg->records_per_epoch()) epoch_len = detail::batches_of_records(*rpe, ctx_.get_global_batch_size());
     // Every rank uses the chief's epoch length, so that epoch boundaries agree (semantics §2.1).
     if (dist.connected()) epoch_len = dist.broadcast(nlohmann::json(epoch_len)).template get<std::int64_t>();
     if (epoch_len < 1)
@@ -496,7 +496,6 @@ class Trainer {
 
   /// A checkpoint written in the background is complete: collected at every boundary.
   void collect_checkpoint() {
-    if (!checkpoints_->pending()) return;
     const auto t0 = Clock::now();
     checkpoints_->collect();
     phase_.checkpoint += Clock::now() - t0;

@@ -61,6 +61,12 @@ class TrainUnit {
   std::vector<std::int64_t> schedule_;
 };
 
+/// Records become batches as in Determined: `max(records // global_batch_size, 1)`. The one place
+/// this rule is written (a length in records, records_per_epoch).
+[[nodiscard]] constexpr std::int64_t batches_of_records(std::int64_t records, std::int64_t global_batch_size) {
+  return std::max<std::int64_t>(records / global_batch_size, 1);
+}
+
 }  // namespace detail
 
 /// A number of batches (global steps), or a schedule of batch counts.

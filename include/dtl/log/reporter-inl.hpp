@@ -116,11 +116,6 @@ DTL_INLINE void TensorBoardMetrics::report(const MetricsRecord& r) {
 // ---- the console --------------------------------------------------------------------------
 
 namespace console_format {
-inline std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
 inline std::string summary(const MetricsJson& metrics) {
   std::string s;
   for (const auto& [k, v] : metrics.items()) {
@@ -132,7 +127,7 @@ inline std::string summary(const MetricsJson& metrics) {
 }  // namespace console_format
 
 DTL_INLINE void ConsoleMetrics::report(const MetricsRecord& r) {
-  using console_format::fixed, console_format::summary;
+  using console_format::summary;
   std::ostringstream line;
   if (r.type == MetricsRecord::Type::validation) {
     console_.end_validation();

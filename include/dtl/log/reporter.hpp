@@ -5,6 +5,7 @@
 #define DTL_LOG_REPORTER_HPP
 
 #include <dtl/detail/compiled_lib.hpp>
+#include <dtl/detail/fixed.hpp>
 #include <dtl/log/metrics_sink.hpp>
 #include <dtl/log/progress.hpp>
 #include <dtl/log/tensorboard.hpp>

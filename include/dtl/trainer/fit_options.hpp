@@ -61,7 +61,6 @@ namespace detail {
 /// over both; a missing or scheduled max_length is a ConfigError.
 inline FitOptions resolve_fit_options(FitOptions o, const PyTorchTrialContext& ctx) {
   if (const auto& cfg = ctx.experiment_config()) {
-    if (auto m = cfg->max_length()) o.max_length = to_length(*m, ctx);
     // The config's periods follow Determined's legacy rule: a value < 1 means never.
     auto period = [&](const LengthSpec& p) { return p.value < 1 ? Length{Batch::never()} : to_length(p, ctx); };
     if (auto v = cfg->min_validation_period()) o.validation_period = period(*v);
@@ -75,9 +74,8 @@ inline FitOptions resolve_fit_options(FitOptions o, const PyTorchTrialContext& c
                             : *p == "none" ? CheckpointPolicy::none
                                            : CheckpointPolicy::best;
   }
-  const auto& ov = ctx.run_overrides();
-  if (ov.max_length) o.max_length = to_length(*ov.max_length, ctx);
-  if (ov.test_mode) o.test_mode = true;
+  o.max_length = resolved_max_length(ctx, o.max_length);
+  if (ctx.run_overrides().test_mode) o.test_mode = true;
   if (!o.max_length)
     throw ConfigError(
         "dtl: fit needs a max_length: pass .max_length = dtl::Batch{N} or dtl::Epoch{N} to fit, set "
