@@ -8,6 +8,7 @@
 
 #include <dtl/amp/apex-inl.hpp>
 #include <dtl/amp/grad_scaler-inl.hpp>
+#include <dtl/builtin_reducers-inl.hpp>
 #include <dtl/callbacks/early_stopping-inl.hpp>
 #include <dtl/callbacks/reduce_lr_on_plateau-inl.hpp>
 #include <dtl/checkpoint/checkpoint-inl.hpp>
@@ -18,15 +19,18 @@
 #include <dtl/context-inl.hpp>
 #include <dtl/distributed/data_parallel-inl.hpp>
 #include <dtl/distributed/distributed_context-inl.hpp>
+#include <dtl/distributed/metric_reduction-inl.hpp>
 #include <dtl/distributed/options-inl.hpp>
 #include <dtl/init-inl.hpp>
 #include <dtl/log/reporter-inl.hpp>
+#include <dtl/log/run_summary-inl.hpp>
 #include <dtl/log/tensorboard-inl.hpp>
+#include <dtl/lr/base-inl.hpp>
 #include <dtl/lr/composite-inl.hpp>
 #include <dtl/lr/cosine-inl.hpp>
 #include <dtl/lr/cyclic-inl.hpp>
 #include <dtl/lr/decay-inl.hpp>
-#include <dtl/lr/base-inl.hpp>
 #include <dtl/lr/swa-inl.hpp>
 #include <dtl/profiler-inl.hpp>
-#include <dtl/builtin_reducers-inl.hpp>
+#include <dtl/samplers/sampler_state_json-inl.hpp>
+#include <dtl/trainer/checkpoint_session-inl.hpp>

@@ -6,17 +6,12 @@
 
 #include <dtl/detail/abi.hpp>
 
-#include <dtl/distributed/distributed_context.hpp>
-#include <dtl/errors.hpp>
-#include <dtl/custom_reducers.hpp>
 #include <dtl/builtin_reducers.hpp>
+#include <dtl/custom_reducers.hpp>
+#include <dtl/detail/compiled_lib.hpp>
+#include <dtl/distributed/distributed_context.hpp>
 
-#include <nlohmann/json.hpp>
-
-#include <algorithm>
 #include <cstdint>
-#include <stdexcept>
-#include <string>
 #include <vector>
 
 namespace dtl::inline DTL_ABI::detail {
@@ -24,80 +19,21 @@ namespace dtl::inline DTL_ABI::detail {
 /// A training workload: every rank's per-batch metrics averaged (float32 metrics in float32, as
 /// numpy does, when they are float32 on every rank) and the reducers flagged for training.
 /// `records` (this rank's) becomes the workload's records across ranks.
-inline TrainingReport reduce_training_workload(const MetricCollector& collector, std::vector<WrappedReducer>& reducers,
-                                               std::int64_t& records, const DistributedContext& dist) {
-  auto report = reduce_training(collector);
-  if (!dist.connected()) {
-    report_reducers(reducers, /*training=*/true, report.avg_metrics,
-                    [&](const nlohmann::json& mine) { return dist.allgather(mine); });
-    return report;
-  }
-  // One collective: every rank's per-batch metrics and its custom reducers' values.
-  auto prepared = prepare_reducers(reducers, /*training=*/true);
-  nlohmann::ordered_json batches = nlohmann::ordered_json::array();
-  for (const auto& b : report.batch_metrics) batches.push_back(b);
-  const auto all = dist.allgather(nlohmann::ordered_json{{"batches", std::move(batches)},
-                                                         {"records", records},
-                                                         {"reducers", prepared.mine},
-                                                         {"float32", report.float32_keys}});
-  std::vector<MetricsJson> per_rank;
-  std::vector<nlohmann::json> reducer_values;
-  auto float32_keys = report.float32_keys;
-  records = 0;
-  for (const auto& r : all) {
-    records += r.at("records").template get<std::int64_t>();
-    per_rank.push_back(r.at("batches"));
-    reducer_values.push_back(nlohmann::json(r.at("reducers")));
-    const auto theirs = r.at("float32").template get<std::vector<std::string>>();
-    std::erase_if(float32_keys, [&](const std::string& k) {
-      return std::find(theirs.begin(), theirs.end(), k) == theirs.end();
-    });
-  }
-  report = average_training_across_ranks(per_rank, collector.keys(), float32_keys);
-  if (!prepared.active.empty()) finish_reducers(prepared, reducer_values, report.avg_metrics);
-  return report;
-}
+DTL_INLINE TrainingReport reduce_training_workload(const MetricCollector& collector,
+                                                   std::vector<WrappedReducer>& reducers, std::int64_t& records,
+                                                   const DistributedContext& dist);
 
 /// A validation: each metric reduced per rank by its evaluation reducer, then across ranks
 /// weighted by batches, and the reducers flagged for validation. One collective (none in one
 /// process). A rank whose shard was empty fails every rank, not just its own, which would leave
 /// the others waiting; so do metric names that differ between ranks.
-inline MetricsJson reduce_validation(const MetricCollector& collector, const EvaluationReducer& er,
-                                     std::vector<WrappedReducer>& reducers, const DistributedContext& dist) {
-  nlohmann::json slots_json = nlohmann::json::array();
-  if (collector.batches() > 0)
-    for (const auto& v : reduce_validation_slot(collector, er)) slots_json.push_back(v.value);
-  auto prepared = prepare_reducers(reducers, /*training=*/false);
-  const auto all = dist.allgather(nlohmann::json{{"batches", collector.batches()},
-                                                 {"keys", collector.keys()},
-                                                 {"values", std::move(slots_json)},
-                                                 {"reducers", prepared.mine}});
-  std::string empty;
-  for (std::size_t r = 0; r < all.size(); ++r)
-    if (all[r].at("batches").template get<std::int64_t>() == 0) empty += (empty.empty() ? "" : ", ") + std::to_string(r);
-  if (!empty.empty())
-    throw DataError("dtl: validation_loader is empty on rank(s) " + empty +
-                    ": their shard of build_validation_data_loader() has no batch; give the validation set at "
-                    "least one batch per rank (" +
-                    std::to_string(dist.size) + " ranks)");
-  const auto& keys = collector.keys();
-  for (std::size_t r = 0; r < all.size(); ++r)
-    if (all[r].at("keys").template get<std::vector<std::string>>() != keys)
-      throw std::invalid_argument("dtl: validation metrics must have the same names on every rank: rank " +
-                                  std::to_string(r) + " returned " + all[r].at("keys").dump());
-  MetricsJson metrics = MetricsJson::object();
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    std::vector<SlotValue> slots;
-    for (const auto& rank : all)
-      slots.push_back({rank.at("values").at(i).template get<double>(), rank.at("batches").template get<std::int64_t>()});
-    metrics[keys[i]] = reduce_cross_slot(reducer_for(er, keys[i]), slots);
-  }
-  std::vector<nlohmann::json> reducer_values;
-  for (const auto& rank : all) reducer_values.push_back(rank.at("reducers"));
-  if (!prepared.active.empty()) finish_reducers(prepared, reducer_values, metrics);
-  return metrics;
-}
+DTL_INLINE MetricsJson reduce_validation(const MetricCollector& collector, const EvaluationReducer& er,
+                                         std::vector<WrappedReducer>& reducers, const DistributedContext& dist);
 
 }  // namespace dtl::detail
+
+#ifndef DTL_COMPILED_LIB
+#include <dtl/distributed/metric_reduction-inl.hpp>
+#endif
 
 #endif  // DTL_DISTRIBUTED_METRIC_REDUCTION_HPP
