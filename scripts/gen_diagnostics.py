@@ -481,9 +481,9 @@ def entry_section(e):
     for t in e.tests:
         blocks = t.misuse()
         if blocks:
-            out += [f"The misuse in `{t.rel}`:", "", fence("\n\n".join(blocks), "cpp"), ""]
+            out += [f"The misuse in `{t.rel}`:", "", fence("\n\n".join(blocks), f"cpp excerpt={t.rel}"), ""]
         else:
-            out += [f"The program of `{t.rel}`:", "", fence(textwrap.dedent("\n".join(t.program())), "cpp"), ""]
+            out += [f"The program of `{t.rel}`:", "", fence(textwrap.dedent("\n".join(t.program())), f"cpp excerpt={t.rel}"), ""]
     return out
 
 
