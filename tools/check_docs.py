@@ -1,34 +1,41 @@
 #!/usr/bin/env python3
 """The docs check: every command and every C++ snippet README.md and docs/ show is run or compiled.
 
-Docs cannot rot if they are executed. Each fenced block's info string says what the check does
-with it (an unclassified fence fails the check):
+Docs cannot rot if they are executed. Each fenced block says what the check does with it, by its
+language and, on the line before it, an HTML comment (invisible on GitHub and on the mkdocs site,
+whose fenced_code takes nothing after the language). An unclassified block fails the check.
 
-  ```sh                      run by the check, in order, with bash -e, in one scratch project
-                             directory shared by all pages (getting-started.md runs first,
+  ```sh                      run by the check, in order, with bash -e -o pipefail, in one scratch
+                             project directory shared by all pages (getting-started.md runs first,
                              building.md second, then the other pages by name, README.md last)
-  ```sh norun: REASON        shown, not run; the check prints the reason (say why: builds for
+  <!-- check: norun: REASON -->
+  ```sh                      shown, not run; the check prints the reason (say why: builds for
                              minutes, needs a GPU or a second machine, downloads ...)
-  ```cpp file=NAME           a complete program, written to NAME in the project; the page's
-                             sh blocks build and run it (so through the route they show)
-  ```cpp fragment=CONTEXT    part of a program, compiled inside one of the CONTEXTS below; all
+  <!-- check: file=NAME -->
+  ```cpp                     a complete program (it has main), written to NAME in the project;
+                             the page's sh blocks build and run it, through the routes they show
+  <!-- check: fragment=CONTEXT -->
+  ```cpp                     part of a program, compiled inside one of the CONTEXTS below; all
                              fragments share one translation unit, each in its own namespace
-  ```cpp excerpt=PATH        lines of PATH (in the repository) in order, `...` for what is left
-                             out; checked against the file, not compiled
-  ```cpp synopsis            declarations to read (an API summary), not compiled
-  ```cpp norun: REASON       not compiled, with the reason printed
-  ```yaml|meson|cmake|python file=NAME | excerpt=PATH | norun: REASON
+  <!-- check: excerpt=PATH -->
+  ```cpp                     lines of PATH (in the repository) in order, a line with `...` for
+                             what is left out; checked against the file, not compiled
+  <!-- check: synopsis -->
+  ```cpp                     declarations to read (an API summary), not compiled
+  <!-- check: norun: REASON -->
+  ```cpp                     not compiled, with the reason printed
+  ```yaml, ```meson, ```cmake, ```python: file=NAME, excerpt=PATH or norun: REASON
   ```text                    output or a usage line, nothing to run
 
 A command written inline (`scripts/train.sh --nproc 2`) is a command the check cannot see unless
-a fence holds it: an inline code span that starts with a program and has arguments fails the check
-when no fence contains its text (move it into a fence, or say the same in a fence).
+a fence holds it: an inline code span that starts with a program and has two arguments or more
+fails the check when no fence contains its text (put it in a fence, run or norun).
 
-Substitutions, the only place a documented command is changed before it runs (SUBSTITUTIONS):
+Substitutions, the only change made to a documented command before it runs (`substitutions`):
 `path/to/dtl/include` and `<prefix>` become the fresh install prefix's include directory and the
 prefix, `path/to/dtl` the repository; PKG_CONFIG_PATH and PATH point into the prefix (the docs
 say so for a non-system prefix). The project directory links the repository's scripts/, tools/,
-tests/, examples/, .venv and build directories, so a command written for the checkout runs.
+tests/, examples/, include/ and .venv, so a command written for the checkout runs there.
 
 Usage:
   tools/check_docs.py --static                 classification, excerpts, inline commands (no torch)
@@ -41,10 +48,10 @@ Usage:
 import argparse
 import os
 import re
-import shlex
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -94,15 +101,17 @@ def parse(page):
         while j < len(lines) and not re.match(rf"^\s*{ticks}\s*$", lines[j]):
             j += 1
         body = "\n".join(l[len(indent):] if l.startswith(indent) else l for l in lines[i + 1:j])
-        info = info.strip()
+        lang = info.strip()
+        directive = re.match(r"^\s*<!-- check: (.*?) -->\s*$", lines[i - 1]) if i else None
+        info = directive.group(1) if directive else ""
+        if len(lang.split()) > 1:  # an info string with words after the language
+            info, lang = "?info-string " + info, lang.split()[0]
         reason = None
         if "norun:" in info:
             info, reason = info.split("norun:", 1)
             reason = reason.strip()
-        words = info.split()
-        lang = words[0] if words else ""
         attrs = {}
-        for w in words[1:]:
+        for w in info.split():
             k, _, v = w.partition("=")
             attrs[k] = v
         fences.append(Fence(page, i + 1, lang, attrs, reason, body))
@@ -112,6 +121,8 @@ def parse(page):
 
 def classify_errors(f):
     """Why this fence's info string does not say what the check does with it (None: it does)."""
+    if "?info-string" in f.attrs:
+        return "the info string is the language alone; what the check does goes in <!-- check: ... --> on the line before"
     if f.lang not in LANGS:
         return f"fence language '{f.lang}' is not one the docs check knows ({', '.join(sorted(LANGS))}); output is ```text"
     if f.reason is not None:
@@ -157,14 +168,21 @@ def check_excerpt(f):
 # An inline code span that starts with one of these and has arguments is a command.
 # (Two arguments at least: `meson install` or `conan create` names a step in prose.)
 COMMAND = re.compile(r"^(\./\S+|scripts/\S+\.sh|tools/\S+\.py|\.venv/bin/\S+|g\+\+(-\d+)?|clang\+\+|meson|ninja|cmake|"
-                     r"conan|pkg-config|torchrun|dtl-plot|tensorboard|pip|apt-get|apt|git|python3)(\s+\S+){2,}")
+                     r"conan|pkg-config|torchrun|dtl-plot|tensorboard|pip|apt-get|apt|git|(/usr/bin/)?python3)(\s+\S+){2,}")
 
 
 def inline_commands(prose):
-    for n, line in prose:
-        for span in re.findall(r"`([^`\n]+)`", line):
+    """(line, span) of each inline command; a span may continue on the paragraph's next line."""
+    paragraph, start = [], 0
+    for n, line in prose + [(0, "")]:
+        if line.strip():
+            start = start if paragraph else n
+            paragraph.append(line)
+            continue
+        for span in re.findall(r"`([^`]+)`", " ".join(paragraph)):
             if COMMAND.match(span):
-                yield n, span
+                yield start, span
+        paragraph = []
 
 
 def norm(s):
@@ -273,6 +291,29 @@ def install_prefix(work, torch):
     return prefix
 
 
+# building.md's commands need only files other blocks write (my_trial.cpp), so they run beside the
+# other pages' (which build and use ./my_trial in order), after the fragments' translation unit:
+# two lanes for the machine's two cores.
+SECOND_LANE = {"docs/building.md"}
+
+
+def run_fence(f, project, env, prefix, work):
+    """Runs one sh block; returns (failed, report lines)."""
+    script = f.body
+    for a, b in substitutions(prefix):
+        script = script.replace(a, b)
+    t = time.time()
+    r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=project, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    (work / f"{f.page.stem}-{f.line}.log").write_text(r.stdout)
+    lines = [f"{'ran   ' if r.returncode == 0 else 'FAILED'} {f.where()} ({time.time() - t:.0f} s): {norm(f.body)[:100]}"]
+    if r.returncode != 0:
+        lines.append(f"  exit status {r.returncode}; the command as run:")
+        lines += ["    " + l for l in script.split("\n")]
+        lines += ["  | " + l for l in r.stdout.rstrip().split("\n")[-25:]]
+    return r.returncode != 0, lines
+
+
 def run_mode(all_fences, args):
     work = Path(args.work or tempfile.mkdtemp(prefix="dtl-docs-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -280,50 +321,53 @@ def run_mode(all_fences, args):
     prefix = Path(args.prefix).resolve() if args.prefix else install_prefix(work, args.torch)
     pcdir = next(prefix.rglob("dtl.pc")).parent
     env = dict(os.environ, PKG_CONFIG_PATH=str(pcdir), PATH=f"{prefix}/bin:{os.environ['PATH']}")
-    failures = 0
 
-    # The fragments' translation unit compiles beside the commands (two cores).
+    project = work / "project"
+    project.mkdir(exist_ok=True)
+    for name in ("scripts", "tools", "tests", "examples", "include", ".venv"):
+        if (ROOT / name).exists() and not (project / name).exists():
+            (project / name).symlink_to(ROOT / name)
+    report = {}  # fence -> lines, printed in page order
+    for f in all_fences:
+        if f.kind() == "norun":
+            report[f] = [f"norun  {f.where()}: {f.reason}"]
+        elif f.kind() == "file":
+            (project / f.attrs["file"]).write_text(f.body + "\n")
+            report[f] = [f"file   {f.where()}: {f.attrs['file']}"]
+
     fragments = [f for f in all_fences if f.kind() == "fragment"]
     tu = work / "docs_fragments.cpp"
     tu.write_text(fragments_tu(fragments))
     flags = subprocess.run(["pkg-config", "--cflags", "dtl"], env=env, check=True, capture_output=True, text=True).stdout.split()
-    compile_cmd = [CXX, "-std=c++20", "-fsyntax-only", str(tu)] + flags
-    compiler = subprocess.Popen(compile_cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    failed = []
 
-    project = work / "project"
-    project.mkdir(exist_ok=True)
-    for name in ("scripts", "tools", "tests", "examples", "include", ".venv", "build", "build-torch2", "build-release"):
-        if (ROOT / name).exists() and not (project / name).exists():
-            (project / name).symlink_to(ROOT / name)
-    for f in all_fences:
-        k = f.kind()
-        if k == "norun":
-            print(f"norun  {f.where()}: {f.reason}")
-        elif k == "file":
-            (project / f.attrs["file"]).write_text(f.body + "\n")
-            print(f"file   {f.where()}: {f.attrs['file']}")
-        elif k == "run":
-            script = f.body
-            for a, b in substitutions(prefix):
-                script = script.replace(a, b)
+    def lane(fences, with_fragments):
+        if with_fragments:
             t = time.time()
-            r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=project, env=env,
+            r = subprocess.run([CXX, "-std=c++20", "-fsyntax-only", str(tu)] + flags,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            (work / f"{f.page.stem}-{f.line}.log").write_text(r.stdout)
-            status = "ran   " if r.returncode == 0 else "FAILED"
-            print(f"{status} {f.where()} ({time.time() - t:.0f} s): {norm(f.body)[:110]}")
             if r.returncode != 0:
-                failures += 1
-                print(f"  exit status {r.returncode}; the command as run:\n" + "\n".join("    " + l for l in script.split("\n")))
-                print("\n".join("  | " + l for l in r.stdout.rstrip().split("\n")[-25:]))
-    out, _ = compiler.communicate()
-    if compiler.returncode != 0:
-        failures += 1
-        print(f"FAILED the {len(fragments)} fragments' translation unit ({tu}):\n{out[-6000:]}")
-    else:
-        print(f"compiled the {len(fragments)} fragments in one translation unit: {', '.join(f.where() for f in fragments)}")
+                failed.append(tu)
+                print(f"FAILED the {len(fragments)} fragments' translation unit ({tu}):\n{r.stdout[-8000:]}")
+            else:
+                print(f"compiled the {len(fragments)} fragments in one translation unit ({time.time() - t:.0f} s): "
+                      + ", ".join(f.where() for f in fragments))
+        for f in fences:
+            bad, report[f] = run_fence(f, project, env, prefix, work)
+            if bad:
+                failed.append(f)
+
+    runs = [f for f in all_fences if f.kind() == "run"]
+    second = [f for f in runs if str(f.page.relative_to(ROOT)) in SECOND_LANE]
+    other = threading.Thread(target=lane, args=(second, True))
+    other.start()
+    lane([f for f in runs if f not in second], False)
+    other.join()
+    for f in all_fences:
+        for line in report.get(f, []):
+            print(line)
     print(f"docs check (commands): {time.time() - t0:.0f} s in {work}")
-    return failures
+    return len(failed)
 
 
 def main():
