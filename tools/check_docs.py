@@ -65,6 +65,10 @@ def pages():
     return first + [p for p in docs if p not in first] + [ROOT / "README.md"]
 
 
+def rel(page):
+    return page.relative_to(ROOT) if page.is_relative_to(ROOT) else page
+
+
 FENCE = re.compile(r"^(\s*)(`{3,})(.*)$")
 LANGS = {"sh", "bash", "cpp", "text", "yaml", "meson", "cmake", "python", "json"}
 
@@ -74,7 +78,7 @@ class Fence:
         self.page, self.line, self.lang, self.attrs, self.reason, self.body = page, line, lang, attrs, reason, body
 
     def where(self):
-        return f"{self.page.relative_to(ROOT)}:{self.line}"
+        return f"{rel(self.page)}:{self.line}"
 
     def kind(self):
         if self.reason is not None:
@@ -272,7 +276,7 @@ def fragments_tu(fragments):
             (includes if line.startswith("#include") else body).append(line)
         code = CONTEXTS[f.attrs["fragment"]].replace("{body}", "\n".join(body))
         parts.append(f"namespace docs_fragment_{n} {{\nusing namespace docs_prelude;\n"
-                     f"#line {f.line + 1} \"{f.page.relative_to(ROOT)}\"\n{code}\n}}  // namespace docs_fragment_{n}\n")
+                     f"#line {f.line + 1} \"{rel(f.page)}\"\n{code}\n}}  // namespace docs_fragment_{n}\n")
     return ("\n".join(dict.fromkeys(includes)) + f"\n\nnamespace docs_prelude {{{PRELUDE}}}  // namespace docs_prelude\n\n"
             + "\n".join(parts))
 
@@ -358,7 +362,7 @@ def run_mode(all_fences, args):
                 failed.append(f)
 
     runs = [f for f in all_fences if f.kind() == "run"]
-    second = [f for f in runs if str(f.page.relative_to(ROOT)) in SECOND_LANE]
+    second = [f for f in runs if str(rel(f.page)) in SECOND_LANE]
     other = threading.Thread(target=lane, args=(second, True))
     other.start()
     lane([f for f in runs if f not in second], False)
@@ -376,21 +380,30 @@ def main():
     ap.add_argument("--prefix", help="a fresh meson install prefix")
     ap.add_argument("--work", help="scratch directory (default: a new temporary one)")
     ap.add_argument("--torch", default=str(ROOT / ".venv/bin/python3"), help="LibTorch for the prefix the check installs")
+    ap.add_argument("pages", nargs="*", type=Path, help="these Markdown files instead of README.md and docs/ (its tests)")
     args = ap.parse_args()
 
     all_fences, errors, prose_of = [], [], {}
-    for page in pages():
+    for page in [p.resolve() for p in args.pages] or pages():
         fences, prose_of[page] = parse(page)
         all_fences += fences
+        lines = page.read_text().split("\n") + [""]
+        for n, line in enumerate(lines[:-1]):
+            if re.match(r"^\s*<!-- check:", line) and not FENCE.match(lines[n + 1]):
+                errors.append(f"{rel(page)}:{n + 1}: a <!-- check: ... --> comment must be on the line just before its fence")
         for f in fences:
             why = classify_errors(f) or (check_excerpt(f) if f.kind() == "excerpt" else None)
             if why:
                 errors.append(f"{f.where()}: {why}")
+    written = {}
+    for f in all_fences:
+        if f.kind() == "file" and written.setdefault(f.attrs["file"], f) is not f:
+            errors.append(f"{f.where()}: file={f.attrs['file']} is also written by {written[f.attrs['file']].where()}")
     fence_text = [norm(f.body) for f in all_fences]
     for page, prose in prose_of.items():
         for n, span in inline_commands(prose):
             if not any(norm(span) in t for t in fence_text):
-                errors.append(f"{page.relative_to(ROOT)}:{n}: inline command `{span}` is in no fence: "
+                errors.append(f"{rel(page)}:{n}: inline command `{span}` is in no fence: "
                               "put it in a ```sh block (run, or norun: with a reason)")
     counts = {}
     for f in all_fences:
