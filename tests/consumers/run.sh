@@ -57,10 +57,12 @@ $compiled && run_app "$work/app-pkgconfig-compiled" pkgconfig-compiled
 
 echo "== CMake: find_package(dtl CONFIG REQUIRED)"
 cmake -S "$root/tests/consumers/cmake" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
-targets=()
-[ -n "$docs_routes" ] && targets=(--target app_compiled)
-cmake --build "$work/cmake" -j 2 "${targets[@]}" >/dev/null
-[ -z "$docs_routes" ] && run_app "$work/cmake/app" cmake
+if [ -z "$docs_routes" ]; then
+  cmake --build "$work/cmake" -j 2 >/dev/null
+  run_app "$work/cmake/app" cmake
+elif $compiled; then
+  cmake --build "$work/cmake" --target app_compiled >/dev/null
+fi
 $compiled && run_app "$work/cmake/app_compiled" cmake-compiled
 if [ "$only" = header-only ]; then
   echo "consumers: all passed (header-only: pkg-config, CMake)"
