@@ -48,6 +48,7 @@ Usage:
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -299,6 +300,7 @@ def install_prefix(work, torch):
 # other pages' (which build and use ./my_trial in order), after the fragments' translation unit:
 # two lanes for the machine's two cores.
 SECOND_LANE = {"docs/building.md"}
+FENCE_TIMEOUT_S = int(os.environ.get("DTL_DOCS_FENCE_TIMEOUT", 900))  # a block that hangs (a rank waiting for its peer) fails instead of stalling the suite
 
 
 def run_fence(f, project, env, prefix, work):
@@ -307,8 +309,16 @@ def run_fence(f, project, env, prefix, work):
     for a, b in substitutions(prefix):
         script = script.replace(a, b)
     t = time.time()
-    r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=project, env=env,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # Its own process group, so a block that hangs is stopped with everything it started.
+    p = subprocess.Popen(["bash", "-e", "-o", "pipefail", "-c", script], cwd=project, env=env, start_new_session=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out, _ = p.communicate(timeout=FENCE_TIMEOUT_S)
+        r = subprocess.CompletedProcess(p.args, p.returncode, out)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        r = subprocess.CompletedProcess(p.args, 124, out + f"\n(stopped after {FENCE_TIMEOUT_S} s)")
     (work / f"{f.page.stem}-{f.line}.log").write_text(r.stdout)
     lines = [f"{'ran   ' if r.returncode == 0 else 'FAILED'} {f.where()} ({time.time() - t:.0f} s): {norm(f.body)[:100]}"]
     if r.returncode != 0:
@@ -342,11 +352,12 @@ def run_mode(all_fences, args):
     fragments = [f for f in all_fences if f.kind() == "fragment"]
     tu = work / "docs_fragments.cpp"
     tu.write_text(fragments_tu(fragments))
-    flags = subprocess.run(["pkg-config", "--cflags", "dtl"], env=env, check=True, capture_output=True, text=True).stdout.split()
+    flags = subprocess.run(["pkg-config", "--cflags", "dtl"], env=env, check=True, capture_output=True,
+                           text=True).stdout.split() if fragments else []
     failed = []
 
     def lane(fences, with_fragments):
-        if with_fragments:
+        if with_fragments and fragments:
             t = time.time()
             r = subprocess.run([CXX, "-std=c++20", "-fsyntax-only", str(tu)] + flags,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Tests for tools/check_docs.py's static rules (the docs check's run mode is scripts/test.sh's
-# torch2:docs_commands): each page below breaks one rule and must fail naming it; a page that keeps
-# them all passes, and the repository's own README.md and docs/ pass.
+# Tests for tools/check_docs.py, torch-free: each page below breaks one rule and must fail naming
+# it; a page that keeps them all passes; a page's sh blocks run in order, in one directory, with the
+# substitutions, and a failing or hanging block fails the check while the others still run; the
+# repository's own README.md and docs/ keep the rules. (Their commands and fragments, which need
+# LibTorch, are scripts/test.sh's torch2:docs_commands.)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tool="$root/tools/check_docs.py"
@@ -71,6 +73,45 @@ ${t}
 EOT
 python3 "$tool" --static "$tmp/good.md" >"$tmp/good.out" 2>&1 || { cat "$tmp/good.out"; fail "good.md failed"; }
 echo "ok good"
+# Run mode, torch-free: blocks run in order in one project directory, with the substitutions; a
+# failing block and a hanging one fail the check, each named, and the others still run.
+mkdir -p "$tmp/prefix/include" "$tmp/prefix/lib/pkgconfig"
+printf 'Name: dtl\nDescription: x\nVersion: 0\nCflags: -I${pcfiledir}/../../include\n' >"$tmp/prefix/lib/pkgconfig/dtl.pc"
+cat >"$tmp/run.md" <<EOT
+<!-- check: file=hello.yaml -->
+${t}yaml
+greeting: hello
+${t}
+
+${t}sh
+grep -q 'greeting: hello' hello.yaml && test -d path/to/dtl/include && test "\$(pkg-config --variable=pcfiledir dtl)" = <prefix>/lib/pkgconfig
+echo ran > first.txt
+${t}
+
+${t}sh
+test "\$(cat first.txt)" = ran
+false
+${t}
+
+${t}sh
+sleep 30 &
+sleep 30
+${t}
+
+${t}sh
+echo after > after.txt
+${t}
+EOT
+if DTL_DOCS_FENCE_TIMEOUT=2 python3 "$tool" --prefix "$tmp/prefix" --work "$tmp/work" "$tmp/run.md" >"$tmp/run.out" 2>&1; then
+  cat "$tmp/run.out"; fail "run.md passed"
+fi
+grep -q "^ran    .*run.md:6 " "$tmp/run.out" || { cat "$tmp/run.out"; fail "run.md:6 did not run"; }
+grep -q "^FAILED .*run.md:11 " "$tmp/run.out" || { cat "$tmp/run.out"; fail "run.md:11 did not fail"; }
+grep -q "^FAILED .*run.md:16 " "$tmp/run.out" && grep -q "stopped after 2 s" "$tmp/run.out" || { cat "$tmp/run.out"; fail "run.md:16 did not time out"; }
+grep -q "^ran    .*run.md:21 " "$tmp/run.out" && test "$(cat "$tmp/work/project/after.txt")" = after || { cat "$tmp/run.out"; fail "run.md:21 did not run"; }
+grep -q "docs check: 2 failed" "$tmp/run.out" || { cat "$tmp/run.out"; fail "run.md: not 2 failures"; }
+echo "ok run mode"
+
 python3 "$tool" --static >"$tmp/repo.out" 2>&1 || { cat "$tmp/repo.out"; fail "the repository's docs fail the check"; }
 echo "ok repository docs"
 echo "check_docs_test: all passed"
