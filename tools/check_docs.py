@@ -196,7 +196,7 @@ def norm(s):
 
 # ---- compiling fragments ------------------------------------------------------------------------
 # Names a fragment may use that the docs leave to the reader: a model `Net`, a batch type, the
-# trial's members. Each fragment is compiled in its own namespace with this prelude.
+# trial's members. Compiled once, before the fragments, each of which is in a namespace of its own.
 PRELUDE = r"""
 using Batch = std::tuple<torch::Tensor, torch::Tensor>;
 struct NetImpl : torch::nn::Module {  // Net(), Net{}, Net(16, 32, 0.25): the docs' model, left to the reader
@@ -272,12 +272,14 @@ def fragments_tu(fragments):
     includes = ["#include <dtl/trainer.hpp>"]
     parts = []
     for n, f in enumerate(fragments):
-        body = []
+        body = [f'#line {f.line + 1} "{rel(f.page)}"']  # the compiler's errors name the page's lines
         for line in f.body.split("\n"):
-            (includes if line.startswith("#include") else body).append(line)
+            if line.startswith("#include"):
+                includes.append(line)
+                line = ""  # keeps the numbering
+            body.append(line)
         code = CONTEXTS[f.attrs["fragment"]].replace("{body}", "\n".join(body))
-        parts.append(f"namespace docs_fragment_{n} {{\nusing namespace docs_prelude;\n"
-                     f"#line {f.line + 1} \"{rel(f.page)}\"\n{code}\n}}  // namespace docs_fragment_{n}\n")
+        parts.append(f"namespace docs_fragment_{n} {{\nusing namespace docs_prelude;\n{code}\n}}  // namespace docs_fragment_{n}\n")
     return ("\n".join(dict.fromkeys(includes)) + f"\n\nnamespace docs_prelude {{{PRELUDE}}}  // namespace docs_prelude\n\n"
             + "\n".join(parts))
 
@@ -290,9 +292,11 @@ def substitutions(prefix):
 def install_prefix(work, torch):
     prefix = work / "prefix"
     build = work / "dtl-install"
-    subprocess.run(["meson", "setup", str(build), str(ROOT), f"--prefix={prefix}", "-Dtests=false", "-Dexamples=false",
-                    "-Dcompiled_lib=false", f"-Dtorch_prefix={torch}"], check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(["meson", "install", "-C", str(build)], check=True, stdout=subprocess.DEVNULL)
+    for cmd in (["meson", "setup", str(build), str(ROOT), f"--prefix={prefix}", "-Dtests=false", "-Dexamples=false",
+                 "-Dcompiled_lib=false", f"-Dtorch_prefix={torch}"], ["meson", "install", "-C", str(build)]):
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            sys.exit(f"docs check: installing a prefix failed: {' '.join(cmd)}\n{r.stdout[-4000:]}")
     return prefix
 
 
