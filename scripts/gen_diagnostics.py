@@ -447,11 +447,13 @@ def wrap(text, indent=""):
     return "\n".join(out)
 
 
-def fence(code, lang):
+def fence(code, lang, check=None):
+    """A fenced block; `check`: what tools/check_docs.py does with it (its convention)."""
     ticks = "```"
     while ticks in code:
         ticks += "`"
-    return f"{ticks}{lang}\n{code}\n{ticks}"
+    directive = f"<!-- check: {check} -->\n" if check else ""
+    return f"{directive}{ticks}{lang}\n{code}\n{ticks}"
 
 
 def message_block(text):
@@ -481,9 +483,9 @@ def entry_section(e):
     for t in e.tests:
         blocks = t.misuse()
         if blocks:
-            out += [f"The misuse in `{t.rel}`:", "", fence("\n\n".join(blocks), "cpp"), ""]
+            out += [f"The misuse in `{t.rel}`:", "", fence("\n\n".join(blocks), "cpp", f"excerpt={t.rel}"), ""]
         else:
-            out += [f"The program of `{t.rel}`:", "", fence(textwrap.dedent("\n".join(t.program())), "cpp"), ""]
+            out += [f"The program of `{t.rel}`:", "", fence(textwrap.dedent("\n".join(t.program())), "cpp", f"excerpt={t.rel}"), ""]
     return out
 
 
@@ -501,8 +503,7 @@ def generate(groups, entries, tests):
         wrap("Every message is an entry of one catalogue, `include/dtl/detail/diagnostics.hpp` (a "
              "`DTL_DIAG_*` macro, as C++20's `static_assert` takes only a string literal), which the "
              "headers' `static_assert`s name. This page is generated from it by "
-             "`python3 scripts/gen_diagnostics.py`; `scripts/test.sh` runs "
-             "`python3 scripts/gen_diagnostics.py --check`, which fails when the page is out of date, when "
+             "`python3 scripts/gen_diagnostics.py`; `scripts/test.sh` runs it with `--check`, which fails when the page is out of date, when "
              "a header spells a message itself, or when no compile-fail test (`tests/compile_fail/*.cpp`, "
              "whose first line is the text its compile error must contain) expects an entry that does not "
              "say why it cannot have one."),

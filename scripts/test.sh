@@ -147,9 +147,14 @@ if [ -z "$only" ] || [ "$only" = torch2 ]; then
     mark "compile-fail: LibTorch 2.x"
     examples build-torch2 torch2 .venv/bin/python3
     mark "examples: LibTorch 2.x"
-    # dtl from someone else's project: pkg-config, CMake, meson-wrap and Conan consumers build and run a trial.
-    check torch2:consumers bash tests/consumers/run.sh "$run/consumers-torch2" "$PWD/.venv/bin/python3"
+    # dtl from someone else's project: pkg-config, CMake, meson-wrap and Conan consumers build and run a
+    # trial (its header-only pkg-config and CMake builds are the docs check's, next).
+    check torch2:consumers env DTL_CONSUMERS_DOCS_ROUTES=1 bash tests/consumers/run.sh "$run/consumers-torch2" "$PWD/.venv/bin/python3"
     mark "consumers: LibTorch 2.x"
+    # Every sh block of README.md and docs/ run as written and every C++ fragment compiled, against
+    # the prefix the consumer test just installed (tools/check_docs.py).
+    check torch2:docs_commands python3 tools/check_docs.py --prefix "$run/consumers-torch2/prefix" --work "$run/docs"
+    mark "docs commands: LibTorch 2.x"
   else
     failed=$((failed + 1)); echo "FAIL build-torch2"
   fi
@@ -192,6 +197,7 @@ if [ -x "$core/tests/dtl_core_tests" ]; then
 fi
 check plot_metrics bash tests/tools/plot_metrics_test.sh
 check diagnostics_page python3 scripts/gen_diagnostics.py --check
+check docs_fences bash tests/tools/check_docs_test.sh
 check docs_site env DTL_SKIP_SETUP=1 bash scripts/docs.sh
 check layering python3 tools/check_layering.py
 mark "torch-free tests, plots, docs"

@@ -13,12 +13,15 @@
 #   TORCH: meson's torch_prefix, a LibTorch prefix or a python3 whose torch carries LibTorch.
 # DTL_CONSUMERS_ONLY=header-only: pkg-config and CMake, header-only (what scripts/test.sh runs for
 # the second LibTorch version).
+# DTL_CONSUMERS_DOCS_ROUTES=1: leave out the header-only pkg-config and CMake builds, which the docs
+# check (tools/check_docs.py) makes next against this prefix with the docs' own commands.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${1:-$root/build-consumers}
 torch=${2:-/usr}
 cxx=${CXX:-g++-12}
 only=${DTL_CONSUMERS_ONLY:-}
+docs_routes=${DTL_CONSUMERS_DOCS_ROUTES:-}
 compiled=true
 [ "$only" = header-only ] && compiled=false
 rm -rf "$work"
@@ -45,17 +48,21 @@ pkgconfig_build() {  # name, PKG_CONFIG_PATH, module: one plain g++ command
   "$cxx" "$root/tests/consumers/trial.cpp" $flags -o "$work/app-$1"
 }
 # Two builds at a time (the machine has two cores); each app runs once both are built.
-pkgconfig_build pkgconfig "$pcdir" dtl &
-build1=$!
+build1=
+if [ -z "$docs_routes" ]; then pkgconfig_build pkgconfig "$pcdir" dtl & build1=$!; fi
 if $compiled; then pkgconfig_build pkgconfig-compiled "$pcdir" dtl-compiled; fi
-wait "$build1"
-run_app "$work/app-pkgconfig" pkgconfig
+[ -n "$build1" ] && wait "$build1"
+[ -z "$docs_routes" ] && run_app "$work/app-pkgconfig" pkgconfig
 $compiled && run_app "$work/app-pkgconfig-compiled" pkgconfig-compiled
 
 echo "== CMake: find_package(dtl CONFIG REQUIRED)"
 cmake -S "$root/tests/consumers/cmake" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
-cmake --build "$work/cmake" -j 2 >/dev/null
-run_app "$work/cmake/app" cmake
+if [ -z "$docs_routes" ]; then
+  cmake --build "$work/cmake" -j 2 >/dev/null
+  run_app "$work/cmake/app" cmake
+elif $compiled; then
+  cmake --build "$work/cmake" --target app_compiled >/dev/null
+fi
 $compiled && run_app "$work/cmake/app_compiled" cmake-compiled
 if [ "$only" = header-only ]; then
   echo "consumers: all passed (header-only: pkg-config, CMake)"
