@@ -8,7 +8,9 @@
 #include <dtl/checkpoint/ivalue_json.hpp>
 #include <dtl/checkpoint/optimizer_state.hpp>
 #include <dtl/checkpoint/state_dict.hpp>
+#include <dtl/checkpoint/pickle.hpp>
 #include <dtl/checkpoint/torch_save.hpp>
+#include <dtl/detail/python_rng_state.hpp>
 #include <dtl/version.hpp>
 
 #include <ATen/core/Dict.h>
@@ -213,6 +215,22 @@ DTL_INLINE CheckpointSnapshot Checkpointer::snapshot(const TrialStateRefs& trial
   for (const auto& [name, state] : named) callback_states.insert(name, json_to_ivalue(state));
   c10::impl::GenericDict rng(c10::StringType::get(), c10::AnyType::get());
   rng.insert("cpu_rng_state", at::detail::getDefaultCPUGenerator().get_state());
+  // Determined's _load restores numpy's and Python's generators unconditionally (a checkpoint
+  // without them is a KeyError there): their states as seeding with the trial seed leaves them.
+  auto words = [](const mt19937_key& key) {
+    c10::impl::GenericList l(c10::AnyType::get());
+    for (auto w : key) l.push_back(static_cast<std::int64_t>(w));
+    return l;
+  };
+  rng.insert("np_rng_state", c10::ivalue::Tuple::create({std::string("MT19937"), words(numpy_seeded_key(trial.trial_seed)),
+                                                         std::int64_t{624}, std::int64_t{0}, 0.0}));
+  {
+    std::vector<c10::IValue> internal;  // random.getstate()[1]: the 624 words, then the index
+    for (auto w : python_random_seeded_key(trial.trial_seed)) internal.emplace_back(static_cast<std::int64_t>(w));
+    internal.emplace_back(std::int64_t{624});
+    rng.insert("random_rng_state",
+               c10::ivalue::Tuple::create({std::int64_t{3}, c10::ivalue::Tuple::create(std::move(internal)), c10::IValue()}));
+  }
   if (trial.cuda_rng_device)  // Determined's key, present when CUDA devices exist
     rng.insert("gpu_rng_state", cuda_generator(*trial.cuda_rng_device).get_state());
   c10::impl::GenericDict root(c10::StringType::get(), c10::AnyType::get());
@@ -235,6 +253,15 @@ DTL_INLINE CheckpointSnapshot Checkpointer::snapshot(const TrialStateRefs& trial
   trial_state["data_position"] = st.data_position;
   if (!st.ranks.is_null()) trial_state["ranks"] = st.ranks;
   snap.files.emplace_back("trial_state.json", trial_state.dump(2));
+  // Determined's own counters (vars(_TrialState), pickled), which its _load reads to continue
+  // where the checkpoint was: trial_id 0 is a local run's (a run on a cluster is not dtl's yet).
+  using pickle::Value;
+  snap.files.emplace_back("trial_state.pkl", pickle::dump(Value::dict({{"trial_id", 0},
+                                                                      {"last_ckpt", st.last_ckpt},
+                                                                      {"step_id", 0},
+                                                                      {"last_val", st.last_val},
+                                                                      {"batches_trained", st.batches_trained},
+                                                                      {"epochs_trained", st.epochs_trained}})));
   nlohmann::json load_data = {{"trial_type", "PyTorchTrial"},
                               {"experiment_config", trial.experiment_config},
                               {"hparams", trial.hparams},
