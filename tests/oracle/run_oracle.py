@@ -7,14 +7,19 @@ validating and checkpointing after each. Required bit for bit (torch.equal, floa
   - every rank's loss of every batch, the reported training workloads (averages and per-batch
     values) and validation metrics;
   - the final weights, and the final checkpoint's models, optimizers and LR schedulers;
+  - the checkpoints after each epoch: models, optimizers, LR schedulers, trial_state.pkl;
   - each side resumed from the other's checkpoint after epoch 1 continues exactly as the
-    uninterrupted runs did (losses, reports, validation, final weights).
+    uninterrupted runs did (every rank's losses, reports, validation, final weights). Determined's
+    local mode restarts the data at a resume (docs/differences.md); its trial puts its shuffle
+    where the checkpoint left it, which a resume at an epoch boundary allows (det_trials.py).
 Prints the first difference and exits 1; prints the time taken.
 
   run_oracle.py --dtl build-torch2/tests/oracle_trials [--python .venv/bin/python3] [--work DIR]
 """
 import argparse
 import json
+import pickle
+import random
 import os
 import shutil
 import subprocess
@@ -22,6 +27,7 @@ import sys
 import tempfile
 import time
 
+import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -141,6 +147,21 @@ def compare_checkpoints(a, b, labels):
         same(oa["state"], ob["state"], f"checkpoint optimizers_state_dict[{i}].state, {la} vs {lb}")
         same(oa["param_groups"], ob["param_groups"], f"checkpoint optimizers_state_dict[{i}].param_groups, {la} vs {lb}")
     same(sa["lr_schedulers_state_dict"], sb["lr_schedulers_state_dict"], f"checkpoint lr_schedulers_state_dict, {la} vs {lb}")
+    same(sorted(sa["rng_state"]), sorted(sb["rng_state"]), f"checkpoint rng_state's keys, {la} vs {lb}")
+    with open(os.path.join(a, "trial_state.pkl"), "rb") as fa, open(os.path.join(b, "trial_state.pkl"), "rb") as fb:
+        same(pickle.load(fa), pickle.load(fb), f"checkpoint trial_state.pkl, {la} vs {lb}")
+
+
+def check_seeded_rng_states(ckpt, seed):
+    """dtl has no numpy or Python `random` generator: its checkpoint holds their states as
+    seeding with the trial seed leaves them (Determined's _load restores both)."""
+    rng = load_state(ckpt)["rng_state"]
+    want = np.random.RandomState(seed).get_state()
+    got = rng["np_rng_state"]
+    same([got[0], list(got[1]), *got[2:]], [want[0], [int(x) for x in want[1]], *want[2:]],
+         "dtl checkpoint rng_state.np_rng_state vs np.random.seed(trial seed)")
+    same(list(rng["random_rng_state"]), list(random.Random(seed).getstate()),
+         "dtl checkpoint rng_state.random_rng_state vs random.seed(trial seed)")
 
 
 def main():
@@ -214,6 +235,7 @@ def main():
         def fresh():
             compare_runs(det, dtl_out, ("Determined", "dtl"), c[0])
             compare_checkpoints(checkpoint_dirs(det)[-1], checkpoint_dirs(dtl_out)[-1], ("Determined", "dtl"))
+            check_seeded_rng_states(checkpoint_dirs(dtl_out)[-1], SEED)
 
         def det_from_dtl():
             compare_runs(det, os.path.join(d, "det_from_dtl"),

@@ -372,7 +372,9 @@ DTL_INLINE CheckpointState Checkpointer::load(const TrialStateRefs& trial, const
   namespace fs = std::filesystem;
   if (!fs::is_directory(dir))
     throw CheckpointError("dtl: checkpoint " + dir.string() + " does not exist (or is not a directory)");
-  for (const char* f : {"metadata.json", "state_dict.pth", "trial_state.json"})
+  // Determined's own checkpoints hold trial_state.pkl instead of trial_state.json.
+  const bool determined_state = !fs::exists(dir / "trial_state.json") && fs::exists(dir / "trial_state.pkl");
+  for (const char* f : {"metadata.json", "state_dict.pth", determined_state ? "trial_state.pkl" : "trial_state.json"})
     if (!fs::exists(dir / f))
       throw CheckpointError("dtl: checkpoint " + dir.string() + " is incomplete or not a dtl checkpoint: " + f +
                             " is missing");
@@ -442,6 +444,30 @@ DTL_INLINE CheckpointState Checkpointer::load(const TrialStateRefs& trial, const
   if (root.contains("callbacks"))
     for (const auto& kv : root.at("callbacks").toGenericDict()) named_states.emplace(kv.key().toStringRef(), kv.value());
 
+  if (determined_state) {
+    // vars(_TrialState): the counters only. No seed (the run's own is kept), no data position
+    // (the stream skips the batches trained), no per-rank states (every rank restores the
+    // chief's generator, as Determined does).
+    const auto pkl = dir / "trial_state.pkl";
+    const auto value = pickle::load(read_file(pkl));
+    auto count = [&](const char* key) -> std::int64_t {
+      const auto* v = value.is(pickle::Kind::dict) ? value.as_dict().find(key) : nullptr;
+      if (!v || !v->is(pickle::Kind::integer))
+        throw CheckpointError("dtl: checkpoint " + pkl.string() + " has no int '" + key + "' (not Determined's trial state)");
+      return v->as_int();
+    };
+    CheckpointState out;
+    out.batches_trained = count("batches_trained");
+    out.epochs_trained = count("epochs_trained");
+    out.last_val = count("last_val");
+    out.last_ckpt = count("last_ckpt");
+    out.named_states = std::move(named_states);
+    if (metadata.at("steps_completed").get<std::int64_t>() != out.batches_trained)
+      throw CheckpointError("dtl: checkpoint " + dir.string() + ": metadata.json's steps_completed (" +
+                            metadata.at("steps_completed").dump() + ") differs from trial_state.pkl's batches_trained (" +
+                            std::to_string(out.batches_trained) + "): one of them was altered");
+    return out;
+  }
   nlohmann::json st;
   try {
     st = nlohmann::json::parse(read_file(dir / "trial_state.json"));
@@ -474,7 +500,8 @@ DTL_INLINE void Checkpointer::verify_load_data(const std::filesystem::path& dir)
   const auto data = nlohmann::json::parse(read_file(path), nullptr, false);
   const std::string where = "dtl: checkpoint " + path.string();
   if (data.is_discarded() || !data.is_object()) throw CheckpointError(where + " is not a JSON object (corrupt file)");
-  if (data.contains("hparams") && !data["hparams"].is_object())
+  // null: Determined's local mode writes no hyperparameters.
+  if (data.contains("hparams") && !data["hparams"].is_object() && !data["hparams"].is_null())
     throw CheckpointError(where + ": hparams is " + data["hparams"].dump() + ", not a mapping of names to values");
   if (data.contains("trial_type") && !data["trial_type"].is_string())
     throw CheckpointError(where + ": trial_type is " + data["trial_type"].dump() + ", not a string");
