@@ -4,7 +4,7 @@ det.pytorch.Trainer in local mode (1 process, or N under torchrun over Gloo). Th
 dtl are tests/oracle/oracle_trials.cpp; tests/oracle/run_oracle.py runs both and compares them.
 
 Every rank appends what it saw to OUT/rank<R>.jsonl, one JSON object a line:
-  {"kind": "batch", "batch_idx": i, "loss": l}                 each train_batch, this rank's loss
+  {"kind": "batch", "loss": l}                                 each train_batch, this rank's loss
   {"kind": "train", "avg": {...}, "batches": [{...}, ...]}      on_training_workload_end
   {"kind": "val", "metrics": {...}}                             on_validation_end
   {"kind": "checkpoint", "dir": path}                           on_checkpoint_write_end (chief)
