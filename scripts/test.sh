@@ -147,6 +147,10 @@ if [ -z "$only" ] || [ "$only" = torch2 ]; then
     mark "compile-fail: LibTorch 2.x"
     examples build-torch2 torch2 .venv/bin/python3
     mark "examples: LibTorch 2.x"
+    # The real Determined as the oracle: det.pytorch.Trainer 0.38.1 (.venv) and dtl train the same
+    # trials, on 1 and 2 torchrun ranks, bit for bit; each resumes the other's checkpoints.
+    check torch2:determined_oracle .venv/bin/python3 tests/oracle/run_oracle.py --dtl build-torch2/tests/oracle_trials
+    mark "Determined oracle: LibTorch 2.x"
     # dtl from someone else's project: pkg-config, CMake, meson-wrap and Conan consumers build and run a
     # trial (its header-only pkg-config and CMake builds are the docs check's, next).
     check torch2:consumers env DTL_CONSUMERS_DOCS_ROUTES=1 bash tests/consumers/run.sh "$run/consumers-torch2" "$PWD/.venv/bin/python3"

@@ -22,45 +22,56 @@ DTL_INLINE nlohmann::ordered_json tensor_to_json(const torch::Tensor& t) {
 }
 
 DTL_INLINE double reduce_per_slot(Reducer r, const torch::Tensor& stacked) {
-  auto x = stacked.to(torch::kDouble);
-  switch (r) {
-    case Reducer::avg:
-      return x.mean().item<double>();
-    case Reducer::sum:
-      return x.sum().item<double>();
-    case Reducer::max:
-      return x.max().item<double>();
-    case Reducer::min:
-      return x.min().item<double>();
+  auto reduce = [r](auto span) -> double {
+    if (span.empty()) throw std::invalid_argument("dtl: no value to reduce");
+    switch (r) {
+      case Reducer::avg:
+        return numpy_mean(span, compat::numpy_sum_buffer);
+      case Reducer::sum:
+        return numpy_sum(span, compat::numpy_sum_buffer);
+      case Reducer::max:  // numpy's max and min propagate NaN
+      case Reducer::min:
+        for (auto x : span)
+          if (std::isnan(x)) return std::numeric_limits<double>::quiet_NaN();
+        return r == Reducer::max ? *std::max_element(span.begin(), span.end())
+                                 : *std::min_element(span.begin(), span.end());
+    }
+    throw std::invalid_argument("dtl: unknown Reducer value");
+  };
+  // np.stack's array, flattened (a reduction with no axis over a contiguous array is one pass).
+  if (stacked.scalar_type() == torch::kFloat) {
+    const auto x = stacked.detach().to(torch::kCPU).contiguous();
+    return reduce(std::span<const float>(x.data_ptr<float>(), static_cast<std::size_t>(x.numel())));
   }
-  throw std::invalid_argument("dtl: unknown Reducer value");
+  const auto x = stacked.detach().to(torch::kCPU, torch::kDouble).contiguous();
+  return reduce(std::span<const double>(x.data_ptr<double>(), static_cast<std::size_t>(x.numel())));
 }
 
 DTL_INLINE double reduce_cross_slot(Reducer r, std::span<const SlotValue> slots) {
-  double acc = 0.0;
-  std::int64_t total = 0;
-  bool first = true;
+  std::vector<double> values;  // the ranks with batches
+  std::vector<float> floats;
+  double total = 0;
+  bool all_float32 = true;
   for (const auto& s : slots) {
     if (s.num_batches == 0) continue;
-    switch (r) {
-      case Reducer::avg:
-        acc += s.value * static_cast<double>(s.num_batches);
-        break;
-      case Reducer::sum:
-        acc += s.value;
-        break;
-      case Reducer::max:
-        acc = first ? s.value : std::max(acc, s.value);
-        break;
-      case Reducer::min:
-        acc = first ? s.value : std::min(acc, s.value);
-        break;
-    }
-    total += s.num_batches;
-    first = false;
+    values.push_back(r == Reducer::avg ? s.value * static_cast<double>(s.num_batches) : s.value);
+    floats.push_back(static_cast<float>(s.value));
+    total += static_cast<double>(s.num_batches);
+    all_float32 = all_float32 && s.float32;
   }
-  if (total == 0) throw std::runtime_error("dtl: no rank has any batch to reduce");
-  return r == Reducer::avg ? acc / static_cast<double>(total) : acc;
+  if (values.empty()) throw std::runtime_error("dtl: no rank has any batch to reduce");
+  switch (r) {
+    case Reducer::avg:  // np.multiply(a, w, dtype=float64).sum() / w.sum(dtype=float64)
+      return numpy_sum(std::span<const double>(values), compat::numpy_sum_buffer) / total;
+    case Reducer::sum:
+      return all_float32 ? static_cast<double>(numpy_sum(std::span<const float>(floats), compat::numpy_sum_buffer))
+                         : numpy_sum(std::span<const double>(values), compat::numpy_sum_buffer);
+    case Reducer::max:
+      return *std::max_element(values.begin(), values.end());
+    case Reducer::min:
+      return *std::min_element(values.begin(), values.end());
+  }
+  throw std::invalid_argument("dtl: unknown Reducer value");
 }
 
 DTL_INLINE void check_same_keys(const std::vector<std::string>& keys, const Metrics& m, const char* phase) {
@@ -348,7 +359,12 @@ DTL_INLINE std::vector<SlotValue> reduce_validation_slot(const MetricCollector& 
     if (!stacked.defined())
       throw std::invalid_argument("dtl: validation metric '" + c.keys()[i] +
                                   "' has different shapes in different batches; built-in reducers stack them");
-    out.push_back({reduce_per_slot(reducer_for(er, c.keys()[i]), stacked), c.batches()});
+    // np.stack of the batch values is float32 when every one is (a float32 tensor's value).
+    bool float32 = true;
+    for (const auto& e : c.column(i))
+      float32 = float32 && (e.tensor.defined() ? e.tensor.scalar_type() == torch::kFloat : e.float32);
+    if (float32) stacked = stacked.to(torch::kFloat);  // exact: each value was a float32
+    out.push_back({reduce_per_slot(reducer_for(er, c.keys()[i]), stacked), c.batches(), float32});
   }
   return out;
 }

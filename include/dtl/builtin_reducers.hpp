@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <span>
@@ -47,14 +49,19 @@ DTL_INLINE nlohmann::ordered_json tensor_to_json(const torch::Tensor& t);
 struct SlotValue {
   double value = 0.0;
   std::int64_t num_batches = 0;
+  bool float32 = false;  ///< `value` is a float32 (numpy's result for float32 batch values)
 };
 
 /// Determined's per-slot reduction: np.average / sum / max / min over the stacked batch values,
-/// with no axis, so a vector metric collapses to a scalar (as Determined does).
+/// with no axis, so a vector metric collapses to a scalar (as Determined does). numpy's
+/// arithmetic bit for bit: a float32 `stacked` reduces in float32 (pairwise sums), anything else
+/// in float64.
 DTL_INLINE double reduce_per_slot(Reducer r, const torch::Tensor& stacked);
 
 /// Determined's cross-slot reduction: ranks with no batches are dropped; AVG is weighted by each
 /// rank's batch count (so it equals the mean over all batches); SUM/MAX/MIN combine rank results.
+/// numpy's arithmetic: `np.average(values, weights=batches)` in float64 (the int weights promote
+/// it), `np.sum(values)` in float32 when every rank's value is one.
 DTL_INLINE double reduce_cross_slot(Reducer r, std::span<const SlotValue> slots);
 
 DTL_INLINE void check_same_keys(const std::vector<std::string>& keys, const Metrics& m, const char* phase);

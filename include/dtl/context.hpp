@@ -15,6 +15,7 @@
 #include <dtl/data/batch.hpp>
 #include <dtl/detail/compiled_lib.hpp>
 #include <dtl/detail/device.hpp>
+#include <dtl/detail/python_adam.hpp>
 #include <dtl/detail/run_dir_lock.hpp>
 #include <dtl/distributed/data_parallel.hpp>
 #include <dtl/distributed/distributed_context.hpp>
@@ -142,7 +143,8 @@ class PyTorchTrialContext {
   /// aggregation across batches is `aggregation_frequency` (dtl::init).
   template <std::derived_from<torch::optim::Optimizer> O>
   std::shared_ptr<O> wrap_optimizer(O optimizer, std::int64_t backward_passes_per_step = 1) {
-    return wrap_optimizer(std::make_shared<O>(std::move(optimizer)), backward_passes_per_step);
+    // Adam and AdamW step with torch.optim's arithmetic (detail/python_adam.hpp).
+    return wrap_optimizer(detail::make_wrapped_optimizer<O>(std::move(optimizer)), backward_passes_per_step);
   }
   template <std::derived_from<torch::optim::Optimizer> O>
   std::shared_ptr<O> wrap_optimizer(std::shared_ptr<O> optimizer, std::int64_t backward_passes_per_step = 1) {

@@ -357,7 +357,12 @@ class Trainer {
                        " (its first non-finite value): the run may be diverging; a lower learning rate, gradient "
                        "clipping (step_optimizer(opt, dtl::clip_grad_norm(1.0))) or mixed-precision loss "
                        "scaling may help");
-    detail::notify(callbacks_, &PyTorchCallback::on_training_workload_end, report.avg_metrics, report.batch_metrics);
+    // Determined's callbacks get the averages as it reports them: with the counters `batches` and
+    // `epochs` added (unless the trial returned such keys), on every rank.
+    MetricsJson avg = report.avg_metrics;
+    if (!avg.contains("batches")) avg["batches"] = state_.batches_trained;
+    if (!avg.contains("epochs")) avg["epochs"] = state_.epochs_trained;
+    detail::notify(callbacks_, &PyTorchCallback::on_training_workload_end, avg, report.batch_metrics);
   }
 
   /// The share of the run done, for the console. Per batch whenever the run's length in

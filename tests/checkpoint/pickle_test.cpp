@@ -234,6 +234,31 @@ TEST_CASE("pickle: reads collections.Counter as its dict (MultiStepLR's mileston
   CHECK(contains(e, "collections.Counter is only accepted with no arguments or one dict"));
 }
 
+TEST_CASE("pickle: reads a numpy array as its raw bytes (Determined's rng_state.np_rng_state)") {
+  // pickle.dumps(("MT19937", np.array([1, 2, 3], dtype=np.uint32), 624), protocol=2), numpy 2.4
+  const Value v = pk::load(unhex(
+      "800258070000004d5431393933377100636e756d70792e5f636f72652e6d756c746961727261790a5f7265636f6e7374727563740a7101"
+      "636e756d70790a6e6461727261790a71024b00857103635f636f646563730a656e636f64650a7104580100000062710558060000006c61"
+      "74696e31710686710752710887710952710a284b014b0385710b636e756d70790a64747970650a710c58020000007534710d898887710e"
+      "52710f284b0358010000003c71104e4e4e4affffffff4affffffff4b0074711162896804580c0000000100000002000000030000007112"
+      "6806867113527114747115624d70028771162e"));
+  CHECK(v == Value::tuple({"MT19937", pk::Bytes{std::string("\x01\0\0\0\x02\0\0\0\x03\0\0\0", 12)}, 624}));
+  // Nothing is called: numpy's globals only in the shapes pickle gives an array.
+  auto e = error_of<dtl::CheckpointError>([] { (void)pk::load("\x80\x02" "cnumpy\nndarray\n)R."sv); });
+  CHECK(contains(e, "calling numpy.ndarray is not supported"));
+  e = error_of<dtl::CheckpointError>(
+      [] { (void)pk::load("\x80\x02" "cnumpy.core.multiarray\n_reconstruct\n}K\x00\x85" "C\x01" "b\x87R."sv); });
+  CHECK(contains(e, "only accepted as _reconstruct(numpy.ndarray, shape, bytes)"));
+  e = error_of<dtl::CheckpointError>([] { (void)pk::load("\x80\x02" "cnumpy\ndtype\nK\x01\x85R."sv); });
+  CHECK(contains(e, "numpy.dtype is only accepted as dtype(str, bool, bool)"));
+  // An array whose state is not (version, shape, dtype, is_fortran, bytes).
+  e = error_of<dtl::CheckpointError>([] {
+    (void)pk::load("\x80\x02" "cnumpy.core.multiarray\n_reconstruct\ncnumpy\nndarray\nK\x00\x85" "C\x01" "b\x87R"
+                   "K\x01\x85" "b."sv);
+  });
+  CHECK(contains(e, "a numpy array's state must be (version, shape, dtype, is_fortran, bytes)"));
+}
+
 TEST_CASE("pickle: reads what LibTorch's torch::pickle_save writes") {
   const Value v = pk::load(unhex(kLibTorchHex));
   const Value expected = Value::dict({

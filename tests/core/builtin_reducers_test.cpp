@@ -199,3 +199,54 @@ TEST_CASE("the training average is numpy's mean bit for bit: float32 metrics in 
     CHECK(mine[i].second == numpy[i][1].get<double>());
   }
 }
+
+TEST_CASE("validation reducers are Determined's numpy bit for bit: per rank in float32, across ranks weighted in float64") {
+  // Determined: np.average / np.sum of np.stack(batch values) per rank (float32 for float32
+  // tensors), then np.average(per_rank, weights=batches) (float64: the int weights promote it)
+  // or np.sum(per_rank). The oracle (tests/oracle) found float32 metrics averaged in float64.
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(0.0f, 3.0f);
+  nlohmann::json cases = nlohmann::json::array();
+  std::vector<std::array<double, 4>> mine;  // rank 0's avg and sum, the cross-rank avg and sum
+  for (int n : {1, 5, 8, 9, 40, 129, 300}) {
+    std::vector<dtl::detail::SlotValue> avg_slots, sum_slots;
+    nlohmann::json ranks = nlohmann::json::array();
+    for (int rank = 0; rank < 3; ++rank) {
+      dtl::detail::MetricCollector c;
+      nlohmann::json values = nlohmann::json::array();
+      for (int b = 0; b < n + rank; ++b) {
+        const float v = u(rng);
+        c.add(dtl::Metrics{{"m", torch::tensor(v)}}, "validation");
+        values.push_back(static_cast<double>(v));
+      }
+      avg_slots.push_back(dtl::detail::reduce_validation_slot(c, dtl::Reducer::avg).at(0));
+      sum_slots.push_back(dtl::detail::reduce_validation_slot(c, dtl::Reducer::sum).at(0));
+      CHECK(avg_slots.back().float32);
+      ranks.push_back(values);
+    }
+    mine.push_back({avg_slots[0].value, sum_slots[0].value, dtl::detail::reduce_cross_slot(dtl::Reducer::avg, avg_slots),
+                    dtl::detail::reduce_cross_slot(dtl::Reducer::sum, sum_slots)});
+    cases.push_back(ranks);
+  }
+  if (auto why = test_support::python_torch_missing()) {
+    MESSAGE("skipped the comparison with numpy: " << *why);
+    return;
+  }
+  const auto numpy = numpy_reference(
+      cases,
+      "import json, sys, numpy as np\n"
+      "out = []\n"
+      "for ranks in json.load(open(sys.argv[1])):\n"
+      "    st = [np.stack([np.array(v, dtype=np.float32) for v in r]) for r in ranks]\n"
+      "    avg = [np.average(s) for s in st]\n"
+      "    sums = [np.sum(s) for s in st]\n"
+      "    out.append([float(avg[0]), float(sums[0]), float(np.average(avg, weights=[len(r) for r in ranks])),"
+      " float(np.sum(sums))])\n"
+      "print(json.dumps(out))");
+  REQUIRE(numpy.size() == mine.size());
+  for (std::size_t i = 0; i < mine.size(); ++i)
+    for (std::size_t k = 0; k < 4; ++k) {
+      INFO("case " << i << ", value " << k);
+      CHECK(mine[i][k] == numpy[i][k].get<double>());
+    }
+}

@@ -8,7 +8,9 @@
 #include <dtl/checkpoint/ivalue_json.hpp>
 #include <dtl/checkpoint/optimizer_state.hpp>
 #include <dtl/checkpoint/state_dict.hpp>
+#include <dtl/checkpoint/pickle.hpp>
 #include <dtl/checkpoint/torch_save.hpp>
+#include <dtl/detail/python_rng_state.hpp>
 #include <dtl/version.hpp>
 
 #include <ATen/core/Dict.h>
@@ -213,6 +215,22 @@ DTL_INLINE CheckpointSnapshot Checkpointer::snapshot(const TrialStateRefs& trial
   for (const auto& [name, state] : named) callback_states.insert(name, json_to_ivalue(state));
   c10::impl::GenericDict rng(c10::StringType::get(), c10::AnyType::get());
   rng.insert("cpu_rng_state", at::detail::getDefaultCPUGenerator().get_state());
+  // Determined's _load restores numpy's and Python's generators unconditionally (a checkpoint
+  // without them is a KeyError there): their states as seeding with the trial seed leaves them.
+  auto words = [](const mt19937_key& key) {
+    c10::impl::GenericList l(c10::AnyType::get());
+    for (auto w : key) l.push_back(static_cast<std::int64_t>(w));
+    return l;
+  };
+  rng.insert("np_rng_state", c10::ivalue::Tuple::create({std::string("MT19937"), words(numpy_seeded_key(trial.trial_seed)),
+                                                         std::int64_t{624}, std::int64_t{0}, 0.0}));
+  {
+    std::vector<c10::IValue> internal;  // random.getstate()[1]: the 624 words, then the index
+    for (auto w : python_random_seeded_key(trial.trial_seed)) internal.emplace_back(static_cast<std::int64_t>(w));
+    internal.emplace_back(std::int64_t{624});
+    rng.insert("random_rng_state",
+               c10::ivalue::Tuple::create({std::int64_t{3}, c10::ivalue::Tuple::create(std::move(internal)), c10::IValue()}));
+  }
   if (trial.cuda_rng_device)  // Determined's key, present when CUDA devices exist
     rng.insert("gpu_rng_state", cuda_generator(*trial.cuda_rng_device).get_state());
   c10::impl::GenericDict root(c10::StringType::get(), c10::AnyType::get());
@@ -235,6 +253,15 @@ DTL_INLINE CheckpointSnapshot Checkpointer::snapshot(const TrialStateRefs& trial
   trial_state["data_position"] = st.data_position;
   if (!st.ranks.is_null()) trial_state["ranks"] = st.ranks;
   snap.files.emplace_back("trial_state.json", trial_state.dump(2));
+  // Determined's own counters (vars(_TrialState), pickled), which its _load reads to continue
+  // where the checkpoint was: trial_id 0 is a local run's (a run on a cluster is not dtl's yet).
+  using pickle::Value;
+  snap.files.emplace_back("trial_state.pkl", pickle::dump(Value::dict({{"trial_id", 0},
+                                                                      {"last_ckpt", st.last_ckpt},
+                                                                      {"step_id", 0},
+                                                                      {"last_val", st.last_val},
+                                                                      {"batches_trained", st.batches_trained},
+                                                                      {"epochs_trained", st.epochs_trained}})));
   nlohmann::json load_data = {{"trial_type", "PyTorchTrial"},
                               {"experiment_config", trial.experiment_config},
                               {"hparams", trial.hparams},
@@ -345,7 +372,9 @@ DTL_INLINE CheckpointState Checkpointer::load(const TrialStateRefs& trial, const
   namespace fs = std::filesystem;
   if (!fs::is_directory(dir))
     throw CheckpointError("dtl: checkpoint " + dir.string() + " does not exist (or is not a directory)");
-  for (const char* f : {"metadata.json", "state_dict.pth", "trial_state.json"})
+  // Determined's own checkpoints hold trial_state.pkl instead of trial_state.json.
+  const bool determined_state = !fs::exists(dir / "trial_state.json") && fs::exists(dir / "trial_state.pkl");
+  for (const char* f : {"metadata.json", "state_dict.pth", determined_state ? "trial_state.pkl" : "trial_state.json"})
     if (!fs::exists(dir / f))
       throw CheckpointError("dtl: checkpoint " + dir.string() + " is incomplete or not a dtl checkpoint: " + f +
                             " is missing");
@@ -415,6 +444,30 @@ DTL_INLINE CheckpointState Checkpointer::load(const TrialStateRefs& trial, const
   if (root.contains("callbacks"))
     for (const auto& kv : root.at("callbacks").toGenericDict()) named_states.emplace(kv.key().toStringRef(), kv.value());
 
+  if (determined_state) {
+    // vars(_TrialState): the counters only. No seed (the run's own is kept), no data position
+    // (the stream skips the batches trained), no per-rank states (every rank restores the
+    // chief's generator, as Determined does).
+    const auto pkl = dir / "trial_state.pkl";
+    const auto value = pickle::load(read_file(pkl));
+    auto count = [&](const char* key) -> std::int64_t {
+      const auto* v = value.is(pickle::Kind::dict) ? value.as_dict().find(key) : nullptr;
+      if (!v || !v->is(pickle::Kind::integer))
+        throw CheckpointError("dtl: checkpoint " + pkl.string() + " has no int '" + key + "' (not Determined's trial state)");
+      return v->as_int();
+    };
+    CheckpointState out;
+    out.batches_trained = count("batches_trained");
+    out.epochs_trained = count("epochs_trained");
+    out.last_val = count("last_val");
+    out.last_ckpt = count("last_ckpt");
+    out.named_states = std::move(named_states);
+    if (metadata.at("steps_completed").get<std::int64_t>() != out.batches_trained)
+      throw CheckpointError("dtl: checkpoint " + dir.string() + ": metadata.json's steps_completed (" +
+                            metadata.at("steps_completed").dump() + ") differs from trial_state.pkl's batches_trained (" +
+                            std::to_string(out.batches_trained) + "): one of them was altered");
+    return out;
+  }
   nlohmann::json st;
   try {
     st = nlohmann::json::parse(read_file(dir / "trial_state.json"));
@@ -447,7 +500,8 @@ DTL_INLINE void Checkpointer::verify_load_data(const std::filesystem::path& dir)
   const auto data = nlohmann::json::parse(read_file(path), nullptr, false);
   const std::string where = "dtl: checkpoint " + path.string();
   if (data.is_discarded() || !data.is_object()) throw CheckpointError(where + " is not a JSON object (corrupt file)");
-  if (data.contains("hparams") && !data["hparams"].is_object())
+  // null: Determined's local mode writes no hyperparameters.
+  if (data.contains("hparams") && !data["hparams"].is_object() && !data["hparams"].is_null())
     throw CheckpointError(where + ": hparams is " + data["hparams"].dump() + ", not a mapping of names to values");
   if (data.contains("trial_type") && !data["trial_type"].is_string())
     throw CheckpointError(where + ": trial_type is " + data["trial_type"].dump() + ", not a string");

@@ -1,5 +1,5 @@
 // dtl — optimizer state in Python's layout, `{"state": {idx: {...}}, "param_groups": [{..., "params":
-// [idx, ...]}]}`, with each torch.optim class's own keys (torch 1.13), so a dtl checkpoint's entry
+// [idx, ...]}]}`, with each torch.optim class's own keys (of the torch beside the LibTorch: 1.13 or 2.x), so a dtl checkpoint's entry
 // loads into the Python optimizer with `opt.load_state_dict(...)` and gives the same next step, and
 // a Python-written one loads into dtl. LibTorch's SGD, Adam, AdamW, RMSprop and Adagrad are
 // covered; another optimizer type has no Python layout (the checkpointer then keeps LibTorch's
@@ -75,6 +75,9 @@ struct Layout<torch::optim::SGD> {
     g.insert("maximize", false);
     g.insert("foreach", c10::IValue());
     g.insert("differentiable", false);
+#if DTL_TORCH_2
+    g.insert("fused", c10::IValue());
+#endif
   }
   static void group_in(Options& o, const Dict& g, const std::string& w) {
     o.lr(num(g, "lr", w)).momentum(num(g, "momentum", w)).dampening(num(g, "dampening", w));
@@ -101,13 +104,27 @@ struct AdamLike {
     g.insert("eps", o.eps());
     g.insert("weight_decay", o.weight_decay());
     g.insert("amsgrad", o.amsgrad());
+#if DTL_TORCH_2  // torch 2.x: AdamW is Adam with decoupled_weight_decay, and the same keys
     g.insert("maximize", false);
     g.insert("foreach", c10::IValue());
+    g.insert("capturable", false);
+    g.insert("differentiable", false);
+    g.insert("fused", c10::IValue());
+    g.insert("decoupled_weight_decay", std::is_same_v<Opt, torch::optim::AdamW>);
+#else
+    if constexpr (std::is_same_v<Opt, torch::optim::Adam>) {
+      g.insert("maximize", false);
+      g.insert("foreach", c10::IValue());
+    } else {
+      g.insert("foreach", c10::IValue());
+      g.insert("maximize", false);
+    }
     g.insert("capturable", false);
     if constexpr (std::is_same_v<Opt, torch::optim::Adam>) {
       g.insert("differentiable", false);
       g.insert("fused", false);
     }
+#endif
   }
   static void group_in(Options& o, const Dict& g, const std::string& w) {
     if (!g.contains("betas")) throw CheckpointError(w + ": param_group has no 'betas'");
@@ -155,6 +172,9 @@ struct Layout<torch::optim::RMSprop> {
     g.insert("eps", o.eps());
     g.insert("centered", o.centered());
     g.insert("weight_decay", o.weight_decay());
+#if DTL_TORCH_2
+    g.insert("capturable", false);
+#endif
     g.insert("foreach", c10::IValue());
     g.insert("maximize", false);
     g.insert("differentiable", false);
@@ -191,6 +211,10 @@ struct Layout<torch::optim::Adagrad> {
     g.insert("initial_accumulator_value", o.initial_accumulator_value());
     g.insert("foreach", c10::IValue());
     g.insert("maximize", false);
+#if DTL_TORCH_2
+    g.insert("differentiable", false);
+    g.insert("fused", c10::IValue());
+#endif
   }
   static void group_in(Options& o, const Dict& g, const std::string& w) {
     o.lr(num(g, "lr", w)).lr_decay(num(g, "lr_decay", w)).eps(num(g, "eps", w));

@@ -782,7 +782,15 @@ struct GlobalRef {
     bytes_type,
     counter,    // collections.Counter(dict): MultiStepLR's milestones; read as the dict
     type_tag,   // torch.jit._pickle.restore_type_tag(value, "Dict[str, Any]"): the value
-    typed_list  // torch.jit._pickle.build_intlist(list) and friends: the list
+    typed_list,  // torch.jit._pickle.build_intlist(list) and friends: the list
+    // numpy arrays as pickle writes them — _reconstruct(ndarray, (0,), b'b') then BUILD with
+    // (version, shape, dtype, is_fortran, raw bytes) — read as their raw bytes, nothing called:
+    // Determined's rng_state.np_rng_state holds np.random.get_state()'s array.
+    numpy_reconstruct,  // numpy(._)core.multiarray._reconstruct
+    numpy_ndarray,      // numpy.ndarray: only _reconstruct's first argument
+    numpy_dtype,        // numpy.dtype(str, False, True): a dtype, BUILD sets its byte order
+    numpy_array_shell,  // what _reconstruct returned, before its BUILD
+    numpy_dtype_value   // what numpy.dtype(...) returned
   };
   Id id;
   std::string storage_type;  // for storage_class
@@ -1054,13 +1062,18 @@ class Unpickler {
     // with TorchScript types through these identity functions.
     if (module == "torch.jit._pickle" && name == "restore_type_tag")
       return Slot{GlobalRef{GlobalRef::type_tag, {}, full}};
+    if ((module == "numpy.core.multiarray" || module == "numpy._core.multiarray") && name == "_reconstruct")
+      return Slot{GlobalRef{GlobalRef::numpy_reconstruct, {}, full}};
+    if (module == "numpy" && name == "ndarray") return Slot{GlobalRef{GlobalRef::numpy_ndarray, {}, full}};
+    if (module == "numpy" && name == "dtype") return Slot{GlobalRef{GlobalRef::numpy_dtype, {}, full}};
     if (module == "torch.jit._pickle" && (name == "build_intlist" || name == "build_doublelist" ||
                                           name == "build_boollist" || name == "build_tensorlist"))
       return Slot{GlobalRef{GlobalRef::typed_list, {}, full}};
     fail_at("refusing the global '" + printable(full) +
             "': dtl loads checkpoints without ever executing code from the file, so it accepts only "
             "collections.OrderedDict/Counter, torch._utils._rebuild_tensor_v2/_rebuild_tensor/_rebuild_parameter, "
-            "torch.<Type>Storage, _codecs.encode (bytes) and torch.jit._pickle's type tags. Save tensors and plain "
+            "torch.<Type>Storage, _codecs.encode (bytes), torch.jit._pickle's type tags and numpy arrays (read as "
+            "their bytes). Save tensors and plain "
             "containers (e.g. "
             "model.state_dict()) rather than objects of other classes");
   }
@@ -1186,7 +1199,22 @@ class Unpickler {
         if (!l || !l->is(Kind::list)) fail_at(g.name + " is only accepted with one list");
         return Slot{*l};
       }
+      case GlobalRef::numpy_reconstruct: {
+        // _reconstruct(numpy.ndarray, (0,), b'b'): an empty array that BUILD then fills.
+        const auto* cls = a.size() == 3 ? std::get_if<GlobalRef>(&a[0].v) : nullptr;
+        if (!cls || cls->id != GlobalRef::numpy_ndarray)
+          fail_at("numpy's _reconstruct is only accepted as _reconstruct(numpy.ndarray, shape, bytes)");
+        return Slot{GlobalRef{GlobalRef::numpy_array_shell, {}, "a numpy array"}};
+      }
+      case GlobalRef::numpy_dtype: {
+        const auto* code = a.size() == 3 ? std::get_if<Value>(&a[0].v) : nullptr;
+        if (!code || !code->is(Kind::string)) fail_at("numpy.dtype is only accepted as dtype(str, bool, bool)");
+        return Slot{GlobalRef{GlobalRef::numpy_dtype_value, code->as_str(), "a numpy dtype"}};
+      }
       case GlobalRef::storage_class:
+      case GlobalRef::numpy_ndarray:
+      case GlobalRef::numpy_array_shell:
+      case GlobalRef::numpy_dtype_value:
         break;
     }
     fail_at("calling " + g.name + " is not supported (storages come from persistent ids)");
@@ -1432,7 +1460,21 @@ class Unpickler {
         return false;
       }
       case op::BUILD: {
-        Value state = data(pop(), "BUILD state");
+        Slot state_slot = pop();
+        if (auto* g = std::get_if<GlobalRef>(&top().v)) {
+          if (g->id == GlobalRef::numpy_dtype_value) return false;  // its byte order etc.: kept as the code
+          if (g->id == GlobalRef::numpy_array_shell) {
+            // (version, shape, dtype, is_fortran, raw data): the array as its raw bytes.
+            std::vector<Slot> st = arguments(std::move(state_slot), "a numpy array's state");
+            const auto* dtype = st.size() == 5 ? std::get_if<GlobalRef>(&st[2].v) : nullptr;
+            const auto* raw = st.size() == 5 ? std::get_if<Value>(&st[4].v) : nullptr;
+            if (!dtype || dtype->id != GlobalRef::numpy_dtype_value || !raw || !raw->is(Kind::bytes))
+              fail_at("a numpy array's state must be (version, shape, dtype, is_fortran, bytes)");
+            top() = Slot{*raw};
+            return false;
+          }
+        }
+        Value state = data(std::move(state_slot), "BUILD state");
         Slot& inst = top();
         const auto* v = std::get_if<Value>(&inst.v);
         if (!v || !v->is(Kind::dict) || !v->as_dict().ordered)

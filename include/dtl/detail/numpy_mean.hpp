@@ -39,14 +39,20 @@ T numpy_pairwise_sum(std::span<const T> a) {
   return numpy_pairwise_sum(a.first(n2)) + numpy_pairwise_sum(a.subspan(n2));
 }
 
-/// `np.mean(a)` for a float or double array: the sum over buffers of `buffer` elements (numpy
-/// 1.x's ufunc buffer, 8192; 0: the whole array at once, as numpy 2.x), then / n.
+/// `np.sum(a)` for a float or double array: the sum over buffers of `buffer` elements (numpy
+/// 1.x's ufunc buffer, 8192; 0: the whole array at once, as numpy 2.x).
 template <class T>
-T numpy_mean(std::span<const T> a, std::size_t buffer) {
+T numpy_sum(std::span<const T> a, std::size_t buffer) {
   if (buffer == 0) buffer = a.size() == 0 ? 1 : a.size();
   T sum = 0;
   for (std::size_t k = 0; k < a.size(); k += buffer) sum += numpy_pairwise_sum(a.subspan(k, std::min(buffer, a.size() - k)));
-  return sum / static_cast<T>(a.size());
+  return sum;
+}
+
+/// `np.mean(a)`: numpy_sum, then / n, in T.
+template <class T>
+T numpy_mean(std::span<const T> a, std::size_t buffer) {
+  return numpy_sum(a, buffer) / static_cast<T>(a.size());
 }
 
 }  // namespace dtl::detail

@@ -53,12 +53,17 @@ DTL_INLINE TrainingReport reduce_training_workload(const MetricCollector& collec
 DTL_INLINE MetricsJson reduce_validation(const MetricCollector& collector, const EvaluationReducer& er,
                                          std::vector<WrappedReducer>& reducers, const DistributedContext& dist) {
   nlohmann::json slots_json = nlohmann::json::array();
+  nlohmann::json float32_json = nlohmann::json::array();
   if (collector.batches() > 0)
-    for (const auto& v : reduce_validation_slot(collector, er)) slots_json.push_back(v.value);
+    for (const auto& v : reduce_validation_slot(collector, er)) {
+      slots_json.push_back(v.value);
+      float32_json.push_back(v.float32);
+    }
   auto prepared = prepare_reducers(reducers, /*training=*/false);
   const auto all = dist.allgather(nlohmann::json{{"batches", collector.batches()},
                                                  {"keys", collector.keys()},
                                                  {"values", std::move(slots_json)},
+                                                 {"float32", std::move(float32_json)},
                                                  {"reducers", prepared.mine}});
   std::string empty;
   for (std::size_t r = 0; r < all.size(); ++r)
@@ -77,8 +82,10 @@ DTL_INLINE MetricsJson reduce_validation(const MetricCollector& collector, const
   for (std::size_t i = 0; i < keys.size(); ++i) {
     std::vector<SlotValue> slots;
     for (const auto& rank : all)
-      slots.push_back({rank.at("values").at(i).template get<double>(), rank.at("batches").template get<std::int64_t>()});
-    metrics[keys[i]] = reduce_cross_slot(reducer_for(er, keys[i]), slots);
+      slots.push_back({rank.at("values").at(i).template get<double>(), rank.at("batches").template get<std::int64_t>(),
+                       rank.at("float32").at(i).template get<bool>()});
+    // One process: Determined reports the rank's own reduction (no cross-slot step).
+    metrics[keys[i]] = slots.size() == 1 ? slots[0].value : reduce_cross_slot(reducer_for(er, keys[i]), slots);
   }
   std::vector<nlohmann::json> reducer_values;
   for (const auto& rank : all) reducer_values.push_back(rank.at("reducers"));
