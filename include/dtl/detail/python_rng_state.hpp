@@ -9,6 +9,8 @@
 
 #include <dtl/detail/abi.hpp>
 
+#include <dtl/samplers/numpy_random.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -18,12 +20,8 @@ namespace dtl::inline DTL_ABI::detail {
 
 using mt19937_key = std::array<std::uint32_t, 624>;
 
-inline mt19937_key mt_init_genrand(std::uint32_t s) {
-  mt19937_key mt{};
-  mt[0] = s;
-  for (std::uint32_t i = 1; i < 624; ++i) mt[i] = 1812433253u * (mt[i - 1] ^ (mt[i - 1] >> 30)) + i;
-  return mt;
-}
+/// init_genrand(s): the samplers' numpy RandomState seeds this way (samplers/numpy_random.hpp).
+inline mt19937_key mt_init_genrand(std::uint32_t s) { return samplers::NumpyRandomState(s).state().key; }
 
 inline mt19937_key mt_init_by_array(const std::vector<std::uint32_t>& key) {
   auto mt = mt_init_genrand(19650218u);
