@@ -30,6 +30,7 @@ packages=(
   mkdocs                                  # the docs site (scripts/docs.sh)
   cmake zlib1g-dev                        # the CMake consumer test; zlib's crc32 checks checkpoints
   python3-venv                            # .venv/ for the pinned LibTorch 2.x wheel
+  libcurl4-openssl-dev                    # the Determined cluster client (docs/cluster.md)
 )
 # --tests: what only the test suite needs besides. A headless browser opens metrics.html at
 # 1200x900 and checks its screenshot as a person would look (tests/tools/plot_metrics_test.sh).

@@ -13,6 +13,9 @@
 #include <dtl/callbacks/reduce_lr_on_plateau-inl.hpp>
 #include <dtl/checkpoint/checkpoint-inl.hpp>
 #include <dtl/checkpoint/torch_save-inl.hpp>
+#include <dtl/cluster/http-inl.hpp>
+#include <dtl/cluster/info-inl.hpp>
+#include <dtl/cluster/master-inl.hpp>
 #include <dtl/config/command_line-inl.hpp>
 #include <dtl/config/experiment_config-inl.hpp>
 #include <dtl/config/hparams-inl.hpp>

@@ -10,6 +10,7 @@
 #include <dtl/amp/autocast.hpp>
 #include <dtl/amp/grad_scaler.hpp>
 #include <dtl/checkpoint/trial_state_refs.hpp>
+#include <dtl/cluster/info.hpp>
 #include <dtl/config/experiment_config.hpp>
 #include <dtl/config/hparams.hpp>
 #include <dtl/data/batch.hpp>
@@ -84,6 +85,8 @@ struct ModuleRef {
   std::shared_ptr<torch::nn::Module> ptr;
 };
 
+class ClusterSession;  // cluster/session.hpp
+
 struct ContextSetup {
   nlohmann::json hparams = nlohmann::json::object();
   std::optional<ExperimentConfig> config;
@@ -97,6 +100,10 @@ struct ContextSetup {
   RunOverrides overrides{};
   std::shared_ptr<RunDirLock> run_dir_lock;  // the chief's, held while the context lives
   bool enable_tensorboard_logging = true;
+  /// In a Determined trial container: what the master told it, and (on every rank) the session
+  /// whose seams the Trainer plugs in.
+  std::shared_ptr<const ClusterInfo> cluster_info;
+  std::shared_ptr<ClusterSession> cluster;
 };
 }  // namespace detail
 
@@ -335,6 +342,10 @@ class PyTorchTrialContext {
   [[nodiscard]] std::int64_t aggregation_frequency() const noexcept { return s_.aggregation_frequency; }
   [[nodiscard]] const std::filesystem::path& run_dir() const noexcept { return s_.run_dir; }
   [[nodiscard]] const RunOverrides& run_overrides() const noexcept { return s_.overrides; }
+  /// The Determined trial this process runs as (read from the DET_* environment by dtl::init),
+  /// or null outside a cluster (Determined's `det.get_cluster_info()`).
+  [[nodiscard]] const ClusterInfo* get_cluster_info() const noexcept { return s_.cluster_info.get(); }
+  [[nodiscard]] const std::shared_ptr<detail::ClusterSession>& cluster_session() const noexcept { return s_.cluster; }
 
   // ---- where training stands ---------------------------------------------------------------
 

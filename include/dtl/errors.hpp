@@ -39,16 +39,23 @@ struct CheckpointError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// A distributed run that cannot go on: a peer that could not be reached, that failed, that was
-/// killed or that stopped answering within the timeout. Every rank fails with one of these
-/// rather than hang; the message names the failed rank when it could tell.
 /// Training diverged: the searcher metric became NaN or infinite (FitOptions.continue_on_non_finite
 /// keeps training instead). The last finite checkpoint stays latest and best.
 struct NonFiniteMetricError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A distributed run that cannot go on: a peer that could not be reached, that failed, that was
+/// killed or that stopped answering within the timeout. Every rank fails with one of these
+/// rather than hang; the message names the failed rank when it could tell.
 struct DistributedError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// A Determined master that refused a report, or did not answer within the retry budget
+/// (DTL_MASTER_RETRY_SECONDS). Checkpoints written before it stay on storage; the message names
+/// those the master has not registered.
+struct ClusterError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 

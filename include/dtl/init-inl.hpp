@@ -6,6 +6,8 @@
 
 #include <dtl/init.hpp>
 
+#include <dtl/cluster/session.hpp>
+
 namespace dtl::inline DTL_ABI::detail {
 
 DTL_INLINE std::atomic<int>& stop_signal_flag() {
@@ -144,6 +146,18 @@ DTL_INLINE detail::ContextSetup make_setup(InitOptions opts, const CommandLine* 
     if (auto es = s.config->experiment_seed()) seed = es;
     if (s.config->raw.contains("optimizations")) s.aggregation_frequency = s.config->aggregation_frequency();
   }
+  // In a Determined trial container the master's values come next: the experiment's config
+  // (unless --config names one), the searcher's hyperparameters and the trial's seed. The command
+  // line still overrides them; DET_LATEST_CHECKPOINT becomes --resume unless one is given.
+  std::optional<ClusterInfo> cluster = cluster_info_from_environment();
+  if (cluster) {
+    if (!config_path) {
+      s.config = cluster->config;
+      if (s.config->raw.contains("optimizations")) s.aggregation_frequency = s.config->aggregation_frequency();
+    }
+    hparams = merge_hparams(std::move(hparams), cluster->hparams);
+    seed = cluster->trial_seed;
+  }
   if (cl) {
     if (cl->hparams_file) hparams = merge_hparams(std::move(hparams), load_hparams_file(*cl->hparams_file));
     apply_overrides(hparams, cl->hparam_overrides);
@@ -152,6 +166,8 @@ DTL_INLINE detail::ContextSetup make_setup(InitOptions opts, const CommandLine* 
     s.overrides.test_mode = cl->test_mode;
     s.overrides.resume = cl->resume;
   }
+  if (cluster && cluster->latest_checkpoint && !s.overrides.resume)
+    s.overrides.resume = (cluster->checkpoint_dir / *cluster->latest_checkpoint).string();
   s.hparams = std::move(hparams);
   const bool random_seed = !seed;
   if (!seed) seed = std::random_device{}() & 0x7fffffffu;
@@ -171,7 +187,18 @@ DTL_INLINE detail::ContextSetup make_setup(InitOptions opts, const CommandLine* 
       std::filesystem::create_directories(s.run_dir, ec);
       if (ec) throw ConfigError("dtl: cannot create run directory " + s.run_dir.string() + ": " + ec.message());
       if (opts.lock_run_dir) s.run_dir_lock = std::make_shared<RunDirLock>(s.run_dir);  // one run dir, one process
+      if (cluster) {
+        if (cluster->latest_checkpoint && !std::filesystem::is_directory(*s.overrides.resume) &&
+            !(cl && cl->resume))
+          throw ConfigError("dtl: the master asks to resume from checkpoint " + *cluster->latest_checkpoint +
+                            " (DET_LATEST_CHECKPOINT), but " + *s.overrides.resume +
+                            " is not a directory: is the experiment's checkpoint storage mounted at " +
+                            cluster->checkpoint_dir.string() + "?");
+        s.cluster = std::make_shared<ClusterSession>(*cluster, true);  // POST /runs/start
+      }
     } catch (const ConfigError& e) {
+      error = e.what();
+    } catch (const ClusterError& e) {
       error = e.what();
     }
   }
@@ -186,6 +213,10 @@ DTL_INLINE detail::ContextSetup make_setup(InitOptions opts, const CommandLine* 
   // (A resume continues with its checkpoint's seed, which it names itself.)
   if (random_seed && chief && !s.overrides.resume)
     std::cerr << "dtl: trial seed " << *seed << " (pass --seed " << *seed << " to repeat this run)\n";
+  if (cluster) {
+    s.cluster_info = std::make_shared<const ClusterInfo>(*cluster);
+    if (!s.cluster) s.cluster = std::make_shared<ClusterSession>(std::move(*cluster), false);
+  }
   s.trial_seed = *seed;
   s.trial_seed_given = !random_seed;
   return s;

@@ -13,6 +13,7 @@
 
 #include <dtl/callback.hpp>
 #include <dtl/checkpoint/store.hpp>
+#include <dtl/cluster/session.hpp>
 #include <dtl/context.hpp>
 #include <dtl/data/data_loader.hpp>
 #include <dtl/data/raw_loader.hpp>
@@ -73,13 +74,18 @@ class Trainer {
                                               .tensorboard = chief && ctx_.get_enable_tensorboard_logging()
                                                                  ? &ctx_.get_tensorboard_writer()
                                                                  : nullptr});
+    // Where results go and stops come from: dtl's own, the environment's (a Determined cluster's
+    // master), then the program's.
+    auto env = detail::environment_seams(ctx_.cluster_session());
+    for (const auto& s : env.sinks) reporter_->add_sink(s);
     for (const auto& s : extra_sinks_) reporter_->add_sink(s);
     stop_sources_ = detail::default_stop_sources(ctx_);
+    stop_sources_.insert(stop_sources_.end(), env.stop_sources.begin(), env.stop_sources.end());
     stop_sources_.insert(stop_sources_.end(), extra_stop_sources_.begin(), extra_stop_sources_.end());
+    active_store_ = store_ ? store_ : env.store ? env.store : std::make_shared<detail::RunDirectoryStore>(ctx_.run_dir());
     summary_.emplace(opts_.searcher_metric, opts_.smaller_is_better);
     callbacks_ = trial_.build_callbacks();
-    checkpoints_.emplace(ctx_, console(), callbacks_,
-                         store_ ? store_ : std::make_shared<detail::RunDirectoryStore>(ctx_.run_dir()),
+    checkpoints_.emplace(ctx_, console(), callbacks_, active_store_,
                          detail::CheckpointSessionOptions{.background = opts_.checkpoint_in_background,
                                                           .retention = {.latest = opts_.save_trial_latest,
                                                                         .best = opts_.save_trial_best,
@@ -179,6 +185,7 @@ class Trainer {
       if (opts_.step_zero_validation && state_.batches_trained == 0) validate();
       while (remaining() > 0) {
         // One workload: train until a boundary fires.
+        reporter_->phase_started(RunPhase::training);
         bool fired_train = false, fired_val = false, fired_ckpt = false, fired_report = false;
         collector_.clear();
         for (auto& r : loop_.reducers()) r.ops->reset();
@@ -216,7 +223,7 @@ class Trainer {
           fired_ckpt = checkpoint_period.fires(n, e, epoch_end);
           fired_report = opts_.reporting_period.fires(n, e, epoch_end);
         }
-        end_workload(Clock::now() - t0, records);
+        end_workload(Clock::now() - t0, records, fired_train || fired_report);
         collect_checkpoint();  // a write started at an earlier boundary
         // Boundaries in Determined's order (train, validate, checkpoint, report), a stop check after each.
         if (fired_train) check_stop();
@@ -234,6 +241,7 @@ class Trainer {
       if (state_.last_ckpt != state_.batches_trained) checkpoint();
       collect_checkpoint();
       console().finish_training();
+      reporter_->flush();
     } catch (const ShouldExit&) {
       if (state_.last_ckpt != state_.batches_trained) checkpoint();
       collect_checkpoint();
@@ -242,6 +250,7 @@ class Trainer {
       for (const auto& s : stop_sources_)
         if (auto line = s->stopped(state_.batches_trained)) console().note(*line), said = true;
       if (!said) console().note("stopped at batch " + std::to_string(state_.batches_trained) + " (stop requested)");
+      reporter_->flush();
     }
     for (const auto& line : summary_->lines(state_.batches_trained, state_.epochs_trained, ctx_.run_dir()))
       console().note(line);
@@ -328,7 +337,7 @@ class Trainer {
     if (stop) throw ShouldExit{};
   }
 
-  void end_workload(Clock::duration elapsed, std::int64_t records) {
+  void end_workload(Clock::duration elapsed, std::int64_t records, bool progress_due) {
     const auto report = detail::reduce_training_workload(collector_, loop_.reducers(), records, ctx_.distributed());
     MetricsJson timings = nullptr;
     if (opts_.profiling_enabled) {
@@ -349,7 +358,8 @@ class Trainer {
                        .seconds = std::chrono::duration<double>(elapsed).count(),
                        .progress = progress(),
                        .timings = &timings,
-                       .report = &report});
+                       .report = &report,
+                       .progress_due = progress_due});
     for (const auto& [name, v] : report.avg_metrics.items())
       if (v.is_number_float() && !std::isfinite(v.template get<double>()) && non_finite_warned_.insert(name).second)
         console().warn("training metric '" + name + "' is " + number_word(v.template get<double>()) +
@@ -380,6 +390,7 @@ class Trainer {
     collect_checkpoint();
     torch::NoGradGuard no_grad;
     loop_.set_train_mode(false);
+    reporter_->phase_started(RunPhase::validating);
     detail::notify(callbacks_, &PyTorchCallback::on_validation_start);
     const auto t0 = Clock::now();
     MetricsJson metrics = MetricsJson::object();
@@ -441,6 +452,10 @@ class Trainer {
       non_finite = std::exchange(last_searcher_metric_, std::nullopt);
     if (last_searcher_metric_) summary_->validated(*last_searcher_metric_, state_.batches_trained);
     phase_.validation += Clock::now() - t0;
+    // A store that knows the experiment's best validation (a cluster's master) is asked before
+    // the report, as Determined asks its master; checkpoint_policy best compares with it.
+    std::optional<std::optional<double>> experiment_best;
+    if (ctx_.distributed().is_chief()) experiment_best = active_store_->experiment_best_validation();
     reporter_->report({.type = MetricsRecord::Type::validation,
                        .steps_completed = state_.batches_trained,
                        .epochs = state_.epochs_trained,
@@ -462,12 +477,18 @@ class Trainer {
         console().warn(what + "; training continues (continue_on_non_finite), and no checkpoint counts it as best");
     }
     detail::notify(callbacks_, &PyTorchCallback::on_validation_end, metrics);
-    if (state_.last_ckpt != state_.batches_trained && wants_checkpoint(metrics)) checkpoint();
+    if (state_.last_ckpt == state_.batches_trained) return;
+    bool want = wants_checkpoint(metrics, experiment_best);
+    // The chief's decision on every rank (only it may know the experiment's best).
+    if (const auto& dist = ctx_.distributed(); dist.connected() && opts_.checkpoint_policy == CheckpointPolicy::best)
+      want = dist.broadcast(nlohmann::json(want)).template get<bool>();
+    if (want) checkpoint();
   }
 
-  /// The checkpoint policy; `best` compares with the best validation of this run (Determined
-  /// compares with the experiment-wide best, which a local run does not have).
-  bool wants_checkpoint(const MetricsJson& metrics) {
+  /// The checkpoint policy; `best` compares with the best validation of this run, or with the
+  /// experiment's best before this validation where the store knows it (a cluster's master, as
+  /// Determined).
+  bool wants_checkpoint(const MetricsJson& metrics, const std::optional<std::optional<double>>& experiment_best) {
     switch (opts_.checkpoint_policy) {
       case CheckpointPolicy::all:
         return true;
@@ -484,13 +505,16 @@ class Trainer {
           "searcher.metric in the config) to one of your validation metrics, or use CheckpointPolicy::all");
     const double v = it->get<double>();
     if (!std::isfinite(v)) return false;  // a NaN/inf metric is never the best
-    const auto& best = state_.best_validation;
-    const bool better = !best || (opts_.smaller_is_better ? v < *best : v > *best);
-    if (better) state_.best_validation = v;
+    auto beats = [&](const std::optional<double>& best) {
+      return !best || (opts_.smaller_is_better ? v < *best : v > *best);
+    };
+    const bool better = beats(experiment_best ? *experiment_best : state_.best_validation);
+    if (beats(state_.best_validation)) state_.best_validation = v;
     return better;
   }
 
   void checkpoint() {
+    reporter_->phase_started(RunPhase::checkpointing);
     const auto t0 = Clock::now();
     state_.last_ckpt = state_.batches_trained;
     detail::CheckpointState st{state_};
@@ -529,6 +553,7 @@ class Trainer {
   std::vector<std::shared_ptr<MetricsSink>> extra_sinks_;
   std::vector<std::shared_ptr<StopSource>> extra_stop_sources_;
   std::shared_ptr<CheckpointStore> store_;
+  std::shared_ptr<CheckpointStore> active_store_;  // this fit's: store_, the environment's, or the run directory's
   PhaseTimes phase_;
   std::function<nlohmann::json()> data_position_;  // set while the training stream lives
   std::set<std::string> non_finite_warned_;        // metrics already warned about

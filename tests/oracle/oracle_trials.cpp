@@ -9,6 +9,7 @@
 #include <dtl/trainer.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <memory>
@@ -25,6 +26,7 @@ constexpr std::uint64_t data_seed = 1234;
 std::string out_dir() {
   const char* d = std::getenv("DTL_ORACLE_OUT");
   if (!d || !*d) throw std::runtime_error("oracle_trials: set DTL_ORACLE_OUT to the output directory");
+  std::filesystem::create_directories(d);
   return d;
 }
 

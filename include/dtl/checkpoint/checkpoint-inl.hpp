@@ -134,7 +134,7 @@ DTL_INLINE std::vector<std::filesystem::path> Checkpointer::clean_temporaries() 
   namespace fs = std::filesystem;
   std::vector<fs::path> removed;
   std::error_code ec;
-  if (!fs::is_directory(storage_, ec)) return removed;
+  if (!owned_ || !fs::is_directory(storage_, ec)) return removed;  // another run's write may be in flight
   for (const auto& e : fs::directory_iterator(storage_, ec)) {
     const auto name = e.path().filename().string();
     if (name.starts_with(".tmp-") || name == ".latest.tmp") {
@@ -285,7 +285,7 @@ DTL_INLINE WrittenCheckpoint Checkpointer::write(const CheckpointSnapshot& snap)
   fs::create_directories(tmp);
   save_pickle_archive(snap.state_dict, tmp / "state_dict.pth");
   for (const auto& [name, bytes] : snap.files) write_file(tmp / name, bytes);
-  write_file(storage_ / ".latest.tmp", snap.target.uuid + "\n");
+  if (owned_) write_file(storage_ / ".latest.tmp", snap.target.uuid + "\n");
   // Crash safety with two syncs instead of eight: the data of every file (and the temporary
   // directory's entries) durable at once; then both renames, which publish the checkpoint and
   // move `latest` to it, made durable by one fsync of their directory. A journaling file
@@ -293,7 +293,7 @@ DTL_INLINE WrittenCheckpoint Checkpointer::write(const CheckpointSnapshot& snap)
   // checkpoint or the complete new one, never a partial one.
   sync_file_system(tmp);
   fs::rename(tmp, snap.target.dir);
-  fs::rename(storage_ / ".latest.tmp", storage_ / "latest");
+  if (owned_) fs::rename(storage_ / ".latest.tmp", storage_ / "latest");
   fsync_path(storage_, true);
   return snap.target;
 }
@@ -301,7 +301,7 @@ DTL_INLINE WrittenCheckpoint Checkpointer::write(const CheckpointSnapshot& snap)
 DTL_INLINE std::vector<std::filesystem::path> Checkpointer::collect_garbage(const RetentionPolicy& policy) {
   namespace fs = std::filesystem;
   std::vector<fs::path> deleted;
-  if (!policy.latest || !fs::exists(storage_)) return deleted;
+  if (!owned_ || !policy.latest || !fs::exists(storage_)) return deleted;  // shared storage: its owner collects
   struct Entry {
     fs::path dir;
     std::int64_t steps;

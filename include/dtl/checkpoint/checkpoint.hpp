@@ -112,7 +112,10 @@ DTL_INLINE std::string read_file(const std::filesystem::path& p);
 
 class Checkpointer {
  public:
-  explicit Checkpointer(std::filesystem::path storage) : storage_(std::move(storage)) {}
+  /// `owned`: the run owns `storage` (it keeps `latest` there, collects garbage and removes
+  /// interrupted writes); false for storage that other runs share (CheckpointStore::owns_directory),
+  /// where it only adds checkpoints.
+  explicit Checkpointer(std::filesystem::path storage, bool owned = true) : storage_(std::move(storage)), owned_(owned) {}
 
   /// Removes what a crash mid-write leaves (`.tmp-*` directories, `.latest.tmp`); run at the start
   /// of training, before anything is written. Returns what it removed.
@@ -122,7 +125,7 @@ class Checkpointer {
   [[nodiscard]] std::filesystem::path checkpoint_dir(const std::string& uuid) const { return storage_ / uuid; }
 
   /// Whether this storage has a complete checkpoint that `latest` points to.
-  [[nodiscard]] bool has_latest() const { return std::filesystem::exists(storage_ / "latest"); }
+  [[nodiscard]] bool has_latest() const { return owned_ && std::filesystem::exists(storage_ / "latest"); }
 
   /// `latest` (this run's newest complete checkpoint) or a checkpoint directory.
   [[nodiscard]] DTL_INLINE std::filesystem::path resolve(const std::string& what) const;
@@ -164,6 +167,7 @@ class Checkpointer {
 
   std::set<std::string> warned_foreign_;  // foreign directories named once
   std::filesystem::path storage_;
+  bool owned_ = true;
 };
 
 }  // namespace dtl::detail

@@ -37,6 +37,16 @@ class CheckpointStore {
   /// background, before on_checkpoint_write_end). An error here fails the run; the checkpoint
   /// stays on storage.
   virtual void register_checkpoint(const StoredCheckpoint& /*checkpoint*/) {}
+  /// Whether the run owns directory(): dtl keeps `latest` there, applies the retention policy
+  /// (save_trial_latest/best) and removes interrupted writes. A directory that other runs share
+  /// (a Determined experiment's checkpoint storage, whose master collects garbage) returns
+  /// false: dtl then only adds its checkpoints to it.
+  [[nodiscard]] virtual bool owns_directory() const { return true; }
+  /// The best searcher metric validated anywhere in the experiment before this validation
+  /// (checkpoint_policy `best` compares with it), asked on the chief before each validation is
+  /// reported: nullopt to compare with this run's own best (the default), a value holding
+  /// nullopt when the experiment has none yet.
+  [[nodiscard]] virtual std::optional<std::optional<double>> experiment_best_validation() { return std::nullopt; }
 };
 
 namespace detail {

@@ -27,7 +27,14 @@ struct MetricsRecord {
   const MetricsJson* timings = nullptr;
   /// Training: the per-batch metrics too (TensorBoard writes one point per batch).
   const TrainingReport* report = nullptr;
+  /// Training: the workload ended at the run's length or at a reporting period, where
+  /// Determined reports the trial's progress (not at a validation or checkpoint boundary alone).
+  bool progress_due = false;
 };
+
+/// What the chief starts: a training workload, a validation, a checkpoint (Determined shows it
+/// as the trial's state in its WebUI).
+enum class RunPhase { training, validating, checkpointing };
 
 /// A destination of reported metrics. Add one with `Trainer::add_metrics_sink`; dtl's own are
 /// wired in detail::default_metrics_sinks (log/reporter.hpp).
@@ -45,6 +52,11 @@ class MetricsSink {
   /// interrupted run and is about to be reported again; supersede it (Determined's master rolls
   /// such metrics back).
   virtual void resumed_at(std::int64_t /*steps*/) {}
+  /// The chief starts a training workload, a validation or a checkpoint.
+  virtual void phase_started(RunPhase /*phase*/) {}
+  /// The fit is over (finished, or stopped with its checkpoint written): deliver what is still
+  /// pending, within a bound. An exception here fails the fit; what was saved stays saved.
+  virtual void flush() {}
 };
 
 }  // namespace dtl

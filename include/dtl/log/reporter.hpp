@@ -128,6 +128,12 @@ class Reporter {
   void resumed_at(std::int64_t steps) {
     for (const auto& s : sinks_) s->resumed_at(steps);
   }
+  void phase_started(RunPhase phase) {
+    for (const auto& s : sinks_) s->phase_started(phase);
+  }
+  void flush() {
+    for (const auto& s : sinks_) s->flush();
+  }
 
  private:
   bool chief_;

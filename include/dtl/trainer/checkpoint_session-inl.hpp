@@ -125,7 +125,7 @@ DTL_INLINE void CheckpointSession::collect() {
 }
 
 DTL_INLINE Checkpointer& CheckpointSession::checkpointer() {
-  if (!checkpointer_) checkpointer_.emplace(store_->directory());
+  if (!checkpointer_) checkpointer_.emplace(store_->directory(), store_->owns_directory());
   return *checkpointer_;
 }
 

@@ -1,0 +1,309 @@
+// dtl — the non-template definitions of <dtl/cluster/master.hpp>; see detail/compiled_lib.hpp.
+#ifndef DTL_CLUSTER_MASTER_INL_HPP
+#define DTL_CLUSTER_MASTER_INL_HPP
+
+#include <dtl/cluster/master.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <iostream>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dtl::inline DTL_ABI::detail {
+
+DTL_INLINE MasterOptions master_options_from_environment() {
+  MasterOptions o;
+  if (const char* s = std::getenv("DTL_MASTER_RETRY_SECONDS"); s && *s) {
+    char* end = nullptr;
+    const double v = std::strtod(s, &end);
+    if (end == s || *end != '\0' || !(v > 0) || !std::isfinite(v))
+      throw ConfigError(std::string("dtl: DTL_MASTER_RETRY_SECONDS=") + s +
+                        " is not a positive number of seconds (how long the master may stay unreachable)");
+    o.retry_budget = std::chrono::milliseconds(static_cast<std::int64_t>(v * 1000));
+    o.request_timeout = std::min(o.request_timeout, std::max(o.retry_budget, std::chrono::milliseconds(1000)));
+  }
+  return o;
+}
+
+DTL_INLINE nlohmann::json master_json(const nlohmann::ordered_json& value) {
+  if (value.is_number_float()) {
+    const double v = value.get<double>();
+    if (std::isnan(v)) return "NaN";
+    if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+    return v;
+  }
+  if (value.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [k, v] : value.items()) out[k] = master_json(v);
+    return out;
+  }
+  if (value.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& v : value) out.push_back(master_json(v));
+    return out;
+  }
+  return nlohmann::json::parse(value.dump());
+}
+
+DTL_INLINE std::string iso_now() {
+  const auto now = std::chrono::system_clock::now();
+  const auto secs = std::chrono::time_point_cast<std::chrono::seconds>(now);
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(now - secs).count();
+  const std::time_t t = std::chrono::system_clock::to_time_t(secs);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[96];
+  std::snprintf(out, sizeof out, "%s.%06lld+00:00", buf, static_cast<long long>(micros));
+  return out;
+}
+
+namespace master_detail {
+
+/// What to do about a refusal, for the error line.
+inline std::string hint(const HttpResponse& r) {
+  if (r.status == 401 || r.status == 403)
+    return " (the master rejected the allocation token DET_SESSION_TOKEN: run the trial as the experiment's "
+           "entrypoint, in the container the master started for it)";
+  return "";
+}
+
+inline std::string seconds_text(std::chrono::milliseconds d) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", static_cast<double>(d.count()) / 1000.0);
+  return b;
+}
+
+}  // namespace master_detail
+
+DTL_INLINE HttpClient MasterSession::make_client() const {
+  return HttpClient({.base_url = info_.master_url,
+                     .headers = {"Grpc-Metadata-x-allocation-token: Bearer " + info_.session_token,
+                                 "Content-Type: application/json", "Expect:"},
+                     .cert_file = info_.cert_file,
+                     .cert_name = info_.cert_name});
+}
+
+DTL_INLINE MasterSession::MasterSession(ClusterInfo info, MasterOptions options)
+    : info_(std::move(info)), opts_(options) {
+  nlohmann::json body = {{"runId", info_.trial_id}};
+  if (!info_.checkpoint_storage.empty()) body["checkpointStorage"] = info_.checkpoint_storage;
+  const auto r = call("POST", "/api/v1/runs/start", &body, "the start of the run (POST /api/v1/runs/start)");
+  if (!r.ok())
+    throw ClusterError("dtl: the master at " + info_.master_url + " did not start the run (POST /api/v1/runs/start): " +
+                       r.describe() + master_detail::hint(r));
+  const auto answer = nlohmann::json::parse(r.body, nullptr, false);
+  if (answer.is_object() && answer.contains("storageId")) storage_id_ = answer["storageId"];
+  sender_ = std::thread([this] { send_loop(); });
+}
+
+DTL_INLINE MasterSession::~MasterSession() {
+  quit_poller_ = true;
+  sleep_cv_.notify_all();
+  if (poller_.joinable()) poller_.join();
+  std::vector<std::string> undelivered;
+  {
+    std::unique_lock lock(mu_);
+    quit_sender_ = true;
+    cv_.notify_all();
+    // What is still queued (a run that failed before flush) gets a last short try.
+    cv_.wait_for(lock, std::chrono::seconds(10), [&] { return queue_.empty() && !sending_; });
+    if (!queue_.empty()) {
+      for (const auto& r : queue_) undelivered.push_back(r.what);
+      abandon_ = true;
+    }
+  }
+  sleep_cv_.notify_all();
+  cv_.notify_all();
+  if (sender_.joinable()) sender_.join();
+  if (!undelivered.empty()) {
+    std::cerr << "dtl: warning: " << undelivered.size() << " report(s) never reached the master at "
+              << info_.master_url << ":";
+    for (const auto& w : undelivered) std::cerr << "\n  " << w;
+    std::cerr << "\n";
+  }
+}
+
+DTL_INLINE bool MasterSession::sleep_unless(std::chrono::milliseconds d, const std::atomic<bool>& quit) {
+  std::unique_lock lock(sleep_mu_);
+  return !sleep_cv_.wait_for(lock, d, [&] { return quit.load(); });
+}
+
+DTL_INLINE HttpResponse MasterSession::call(std::string_view method, const std::string& path,
+                                            const nlohmann::json* body, const std::string& what) {
+  auto client = make_client();
+  const std::string text = body ? body->dump() : std::string();
+  const auto deadline = std::chrono::steady_clock::now() + opts_.retry_budget;
+  auto backoff = opts_.first_backoff;
+  bool warned = false;
+  for (;;) {
+    auto r = client.request(method, path, body ? &text : nullptr, opts_.request_timeout);
+    if (!r.transient() || std::chrono::steady_clock::now() + backoff > deadline) return r;
+    if (!warned) {
+      std::cerr << "dtl: warning: the master at " << info_.master_url << " did not answer " << what << " ("
+                << r.describe() << "); retrying for up to " << master_detail::seconds_text(opts_.retry_budget)
+                << " s\n";
+      warned = true;
+    }
+    if (!sleep_unless(backoff, abandon_)) return r;
+    backoff = std::min(backoff * 2, opts_.max_backoff);
+  }
+}
+
+DTL_INLINE void MasterSession::send(std::string method, std::string path, const nlohmann::json& body,
+                                    std::string what) {
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back({std::move(method), std::move(path), body.is_null() ? std::string() : body.dump(), std::move(what)});
+  }
+  cv_.notify_all();
+}
+
+DTL_INLINE HttpResponse MasterSession::ask(std::string method, std::string path, std::string what,
+                                           std::chrono::milliseconds max_wait) {
+  auto reply = std::make_shared<std::promise<HttpResponse>>();
+  auto answer = reply->get_future();
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back({std::move(method), std::move(path), std::string(), std::move(what), std::move(reply)});
+  }
+  cv_.notify_all();
+  if (answer.wait_for(max_wait) == std::future_status::ready) return answer.get();
+  return {.status = 0, .body = {}, .error = "no answer within " + master_detail::seconds_text(max_wait) + " s"};
+}
+
+DTL_INLINE void MasterSession::send_loop() {
+  auto client = make_client();
+  auto backoff = opts_.first_backoff;
+  std::optional<std::chrono::steady_clock::time_point> failing_since;
+  bool warned = false;
+  for (;;) {
+    Request req;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return !queue_.empty() || quit_sender_.load(); });
+      if (queue_.empty() || abandon_) return;
+      req = queue_.front();
+      sending_ = true;
+    }
+    auto r = client.request(req.method, req.path, req.body.empty() ? nullptr : &req.body, opts_.request_timeout,
+                            &abandon_);
+    {
+      std::lock_guard lock(mu_);
+      sending_ = false;
+      if (req.reply) {  // asked: the caller decides what a failure means
+        req.reply->set_value(std::move(r));
+        queue_.pop_front();
+        cv_.notify_all();
+        continue;
+      }
+      if (!r.transient()) {
+        if (!r.ok() && !failure_)
+          failure_ = "dtl: the master at " + info_.master_url + " refused " + req.what + ": " + r.describe() +
+                     master_detail::hint(r);
+        queue_.pop_front();
+        if (warned) std::cerr << "dtl: the master at " << info_.master_url << " answers again\n";
+        failing_since.reset();
+        warned = false;
+        backoff = opts_.first_backoff;
+        cv_.notify_all();
+        continue;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (!failing_since) failing_since = now;
+      if (!warned) {
+        std::cerr << "dtl: warning: the master at " << info_.master_url << " did not take " << req.what << " ("
+                  << r.describe() << "); training goes on, and what is reported is kept and retried for up to "
+                  << master_detail::seconds_text(opts_.retry_budget) << " s\n";
+        warned = true;
+      }
+      if (now - *failing_since > opts_.retry_budget) {
+        std::string lost;
+        for (const auto& q : queue_) lost += "\n  " + q.what;
+        if (!failure_)
+          failure_ = "dtl: the master at " + info_.master_url + " has not answered for " +
+                     master_detail::seconds_text(opts_.retry_budget) + " s (DTL_MASTER_RETRY_SECONDS; last: " +
+                     r.describe() + "); these never reached it:" + lost;
+        queue_.clear();
+        failing_since.reset();
+        warned = false;
+        cv_.notify_all();
+        continue;
+      }
+    }
+    if (!sleep_unless(backoff, abandon_)) return;
+    backoff = std::min(backoff * 2, opts_.max_backoff);
+  }
+}
+
+DTL_INLINE void MasterSession::check() {
+  std::lock_guard lock(mu_);
+  if (failure_) throw ClusterError(*failure_);
+}
+
+DTL_INLINE void MasterSession::flush() {
+  {
+    std::unique_lock lock(mu_);
+    const auto bound = opts_.retry_budget + opts_.request_timeout + std::chrono::seconds(1);
+    const bool done =
+        cv_.wait_for(lock, bound, [&] { return (queue_.empty() && !sending_) || failure_.has_value(); });
+    if (!done) {
+      std::string left;
+      for (const auto& q : queue_) left += "\n  " + q.what;
+      failure_ = "dtl: gave up waiting for the master at " + info_.master_url + " after " +
+                 master_detail::seconds_text(std::chrono::duration_cast<std::chrono::milliseconds>(bound)) +
+                 " s; these never reached it:" + left;
+    }
+  }
+  check();
+}
+
+DTL_INLINE bool MasterSession::preemption_requested() {
+  if (!first_answer_.load(std::memory_order_acquire) && poller_.joinable()) {
+    std::unique_lock lock(sleep_mu_);
+    sleep_cv_.wait_for(lock, opts_.request_timeout + std::chrono::seconds(1),
+                       [&] { return first_answer_.load() || quit_poller_.load(); });
+  }
+  return preempt_.load(std::memory_order_relaxed);
+}
+
+DTL_INLINE void MasterSession::watch_preemption() {
+  if (poller_.joinable()) return;
+  poller_ = std::thread([this] { poll_loop(); });
+}
+
+DTL_INLINE void MasterSession::poll_loop() {
+  auto client = make_client();
+  const std::string base = "/api/v1/allocations/" + info_.allocation_id + "/signals/preemption?timeout_seconds=";
+  int wait = 0;  // a quick first answer, then the long poll (as Determined's _PreemptionWatcher)
+  while (!quit_poller_) {
+    auto r = client.request("GET", base + std::to_string(wait), nullptr, std::chrono::seconds(wait + 10), &quit_poller_);
+    if (quit_poller_) return;
+    wait = opts_.poll_seconds;
+    const bool first = !first_answer_.load();
+    if (r.ok()) {
+      const auto answer = nlohmann::json::parse(r.body, nullptr, false);
+      if (answer.is_object() && answer.value("preempt", false) == true) preempt_ = true;
+    }
+    if (first) {  // answered or failed: the first boundary need not wait any longer
+      {
+        std::lock_guard lock(sleep_mu_);
+        first_answer_ = true;
+      }
+      sleep_cv_.notify_all();
+    }
+    if (preempt_) return;
+    if (r.ok()) continue;
+    if (!sleep_unless(std::chrono::seconds(10), quit_poller_)) return;  // Determined's client waits 10 s too
+  }
+}
+
+}  // namespace dtl::detail
+
+#endif  // DTL_CLUSTER_MASTER_INL_HPP

@@ -1,0 +1,215 @@
+// dtl — a dtl trial as a Determined cluster trial: ClusterSession (made by dtl::init when the
+// process runs in a trial container) and the seams it plugs into the Trainer — where metrics go
+// (the master's metrics, progress and state), where checkpoints go (the experiment's storage,
+// registered with the master) and where stop requests come from (the master's preemption).
+#ifndef DTL_CLUSTER_SESSION_HPP
+#define DTL_CLUSTER_SESSION_HPP
+
+#include <dtl/checkpoint/store.hpp>
+#include <dtl/cluster/info.hpp>
+#include <dtl/cluster/master.hpp>
+#include <dtl/log/metrics_sink.hpp>
+#include <dtl/stop_source.hpp>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dtl::inline DTL_ABI::detail {
+
+/// One trial container's link to its master: the info every rank reads, and on the chief the
+/// MasterSession (the run started with the master, the preemption watch running).
+class ClusterSession {
+ public:
+  ClusterSession(ClusterInfo info, bool chief) : info_(std::move(info)) {
+    if (!chief) return;
+    master_ = std::make_unique<MasterSession>(info_, master_options_from_environment());
+    master_->watch_preemption();
+  }
+  [[nodiscard]] const ClusterInfo& info() const noexcept { return info_; }
+  /// The chief's connection; null on the other ranks.
+  [[nodiscard]] MasterSession* master() noexcept { return master_.get(); }
+  /// DET_LATEST_CHECKPOINT's directory on the experiment's storage, if the trial has one.
+  [[nodiscard]] std::optional<std::filesystem::path> latest_checkpoint() const {
+    if (!info_.latest_checkpoint) return std::nullopt;
+    return info_.checkpoint_dir / *info_.latest_checkpoint;
+  }
+
+ private:
+  ClusterInfo info_;
+  std::unique_ptr<MasterSession> master_;
+};
+
+/// Training and validation metrics (POST /trials/{id}/metrics, with the run id and `batches`
+/// and `epochs` added as Determined's Trainer adds them), progress and the trial's state.
+class ClusterMetrics final : public MetricsSink {
+ public:
+  explicit ClusterMetrics(std::shared_ptr<ClusterSession> s) : s_(std::move(s)) {}
+
+  void report(const MetricsRecord& r) override {
+    auto* m = s_->master();
+    if (!m) return;
+    const auto& info = s_->info();
+    const bool training = r.type == MetricsRecord::Type::training;
+    nlohmann::json avg = master_json(r.metrics);
+    if (!avg.contains("batches")) avg["batches"] = r.steps_completed;
+    if (!avg.contains("epochs")) avg["epochs"] = r.epochs;
+    nlohmann::json metrics = {{"avgMetrics", std::move(avg)}};
+    if (training) {
+      nlohmann::json batches = nlohmann::json::array();
+      if (r.report)
+        for (const auto& b : r.report->batch_metrics) batches.push_back(master_json(b));
+      metrics["batchMetrics"] = std::move(batches);
+    } else {
+      metrics["batchMetrics"] = nullptr;  // as Determined's client sends a validation
+    }
+    const std::string group = training ? "training" : "validation";
+    const std::string trial = std::to_string(info.trial_id);
+    m->send("POST", "/api/v1/trials/" + trial + "/metrics",
+            {{"metrics",
+              {{"trialId", info.trial_id},
+               {"trialRunId", info.trial_run_id},
+               {"stepsCompleted", r.steps_completed},
+               {"reportTime", iso_now()},
+               {"metrics", std::move(metrics)}}},
+             {"group", group}},
+            "the " + group + " metrics at batch " + std::to_string(r.steps_completed));
+    if (training && r.progress_due)
+      m->send("POST", "/api/v1/trials/" + trial + "/progress", {{"progress", r.progress}, {"is_raw", true}},
+              "the progress at batch " + std::to_string(r.steps_completed));
+    m->check();  // a refused report, or a master gone too long, fails the run here
+  }
+
+  void phase_started(RunPhase phase) override {
+    auto* m = s_->master();
+    if (!m) return;
+    const char* state = phase == RunPhase::training     ? "training"
+                        : phase == RunPhase::validating ? "validating"
+                                                        : "checkpointing";
+    m->send("POST", "/api/v1/trials/" + std::to_string(s_->info().trial_id) + "/runner/metadata", {{"state", state}},
+            std::string("the trial's state \"") + state + "\"");
+  }
+
+  void flush() override {
+    if (auto* m = s_->master()) m->flush();
+  }
+
+ private:
+  std::shared_ptr<ClusterSession> s_;
+};
+
+/// The experiment's checkpoint storage: each checkpoint written to <storage>/<uuid>/ as
+/// Determined's Trainer writes it, then registered (POST /checkpoints) with its file listing.
+/// The storage is shared by the experiment's trials, so dtl keeps no `latest` there and deletes
+/// nothing: the master's checkpoint GC does.
+class ClusterStore final : public CheckpointStore {
+ public:
+  explicit ClusterStore(std::shared_ptr<ClusterSession> s) : s_(std::move(s)) {}
+  [[nodiscard]] std::filesystem::path directory() const override { return s_->info().checkpoint_dir; }
+  [[nodiscard]] bool owns_directory() const override { return false; }
+
+  void register_checkpoint(const StoredCheckpoint& c) override {
+    auto* m = s_->master();
+    if (!m) return;
+    namespace fs = std::filesystem;
+    // Determined's listing: every file by its relative path and size (a string, as the Python
+    // client sends it), every directory with a trailing "/" and size 0.
+    nlohmann::json resources = nlohmann::json::object();
+    for (const auto& e : fs::recursive_directory_iterator(c.dir)) {
+      const auto rel = e.path().lexically_relative(c.dir).generic_string();
+      if (e.is_directory())
+        resources[rel + "/"] = "0";
+      else
+        resources[rel] = std::to_string(e.file_size());
+    }
+    auto metadata = nlohmann::json::parse(read_text(c.dir / "metadata.json"), nullptr, false);
+    if (!metadata.is_object()) metadata = {{"steps_completed", c.steps_completed}};
+    const auto& info = s_->info();
+    nlohmann::json body = {{"taskId", info.task_id},
+                           {"allocationId", info.allocation_id},
+                           {"uuid", c.uuid},
+                           {"reportTime", iso_now()},
+                           {"resources", std::move(resources)},
+                           {"metadata", std::move(metadata)},
+                           {"state", "STATE_COMPLETED"},
+                           {"training", nlohmann::json::object()}};
+    if (!m->storage_id().is_null()) body["storageId"] = m->storage_id();
+    m->send("POST", "/api/v1/checkpoints", body,
+            "the registration of checkpoint " + c.uuid + " (batch " + std::to_string(c.steps_completed) +
+                "), which is on storage at " + c.dir.string());
+  }
+
+  [[nodiscard]] std::optional<std::optional<double>> experiment_best_validation() override {
+    auto* m = s_->master();
+    if (!m) return std::nullopt;
+    const auto& info = s_->info();
+    const auto r = m->ask("GET",
+                          "/api/v1/experiments/" + std::to_string(info.experiment_id) +
+                              "/searcher/best_searcher_validation_metric",
+                          "the experiment's best validation", std::chrono::seconds(30));
+    if (r.status == 404) return std::optional<double>();  // no validation in the experiment yet
+    const auto answer = nlohmann::json::parse(r.body, nullptr, false);
+    if (r.ok() && answer.is_object() && answer.contains("metric") && answer["metric"].is_number())
+      return std::optional<double>(answer["metric"].get<double>());
+    if (r.ok()) return std::optional<double>();
+    std::cerr << "dtl: warning: could not ask the master for the experiment's best validation (" << r.describe()
+              << "); checkpoint_policy best compares with this trial's own best this time\n";
+    return std::nullopt;
+  }
+
+ private:
+  static std::string read_text(const std::filesystem::path& p) {
+    std::ifstream f(p);
+    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  }
+  std::shared_ptr<ClusterSession> s_;
+};
+
+/// The master's preemption (the long poll's answer), asked at every boundary on the chief; the
+/// Trainer's stop all-reduce makes every rank stop at the same boundary. Acknowledged when first
+/// seen, as Determined's client does; the run then checkpoints and returns, and the program exits
+/// 0 so the master reschedules the trial, which resumes from that checkpoint.
+class ClusterPreemption final : public StopSource {
+ public:
+  explicit ClusterPreemption(std::shared_ptr<ClusterSession> s) : s_(std::move(s)) {}
+  std::optional<std::string> stop_requested() override {
+    auto* m = s_->master();
+    if (!m || !m->preemption_requested()) return std::nullopt;
+    if (!acked_) {
+      m->send("POST", "/api/v1/allocations/" + s_->info().allocation_id + "/signals/ack_preemption", nullptr,
+              "the acknowledgement of the preemption");
+      acked_ = true;
+    }
+    return "the Determined master's preemption";
+  }
+  std::optional<std::string> stopped(std::int64_t batches) override {
+    if (!acked_) return std::nullopt;
+    return "preempted by the Determined master at batch " + std::to_string(batches) +
+           ": checkpoint saved and registered; the trial exits 0 and the master reschedules it";
+  }
+
+ private:
+  std::shared_ptr<ClusterSession> s_;
+  bool acked_ = false;
+};
+
+/// The seams a cluster trial adds to every fit.
+struct EnvironmentSeams {
+  std::vector<std::shared_ptr<MetricsSink>> sinks;
+  std::vector<std::shared_ptr<StopSource>> stop_sources;
+  std::shared_ptr<CheckpointStore> store;  ///< null: the run directory's
+};
+
+inline EnvironmentSeams environment_seams(const std::shared_ptr<ClusterSession>& cluster) {
+  if (!cluster) return {};
+  return {.sinks = {std::make_shared<ClusterMetrics>(cluster)},
+          .stop_sources = {std::make_shared<ClusterPreemption>(cluster)},
+          .store = std::make_shared<ClusterStore>(cluster)};
+}
+
+}  // namespace dtl::detail
+
+#endif  // DTL_CLUSTER_SESSION_HPP
