@@ -16,10 +16,11 @@ It binds 127.0.0.1 on a free port and writes the port to FILE once it listens.
 
 Record (one line per request, flushed; written when the answer has been sent, so lines are in
 completion order and "seq" is the arrival order):
-    {"seq", "method", "path" (no query), "query": {k: v}, "token": header
+    {"seq", "run": the master's run id when it arrived, "method", "path" (no query), "query": {k: v}, "token": header
      Grpc-Metadata-x-allocation-token or null, "body": parsed JSON or null (the raw text under
      "body_text" when it is not JSON), "status", "response": the JSON answered,
-     "headers": {name: value} as sent, "t": arrival in seconds since start, "dt": seconds taken}
+     "headers": {name: value} as sent, "t": arrival in seconds since start, "t_answer": when
+     the answer was decided (just before sending), "dt": seconds until it was sent}
 /_fake/* calls are neither recorded nor counted.
 
 Rules enforced (a violation answers 400 {"code": 3, "message": "rule ...: ..."}, is recorded and
@@ -31,7 +32,8 @@ listed under "rejected" in /_fake/state):
     without '.', stepsCompleted a number, avgMetrics an object; a "validation" report carries
     "batches" and "epochs" and the searcher metric in avgMetrics as JSON numbers;
   * runs/start: runId = the trial id;
-  * checkpoints: uuid non-empty, allocationId = ours, taskId non-empty, resources an object of
+  * checkpoints: uuid new, allocationId = the current one, taskId non-empty (= --task-id when
+    given), resources an object of
     string sizes, metadata.steps_completed an integer, state "STATE_COMPLETED";
   * progress: a number in [0, 1].
 
@@ -44,9 +46,10 @@ boundary.
 
 Control (for the test driver):
     GET  /_fake/state     -> {"checkpoints": [{"uuid", "steps_completed", "run_id"}], "acked",
-                              "acked_runs", "run_id", "preempt", "rejected", "requests",
-                              "pending"}
-    POST /_fake/next_run {"run_id": N}  -> a reschedule: new run id, preemption and ack cleared.
+                              "acked_runs", "run_id", "allocation_id", "preempt", "rejected",
+                              "requests", "pending"}
+    POST /_fake/next_run {"run_id": N[, "allocation_id": ID]}  -> a reschedule: new run id (and
+                              allocation id), preemption and ack cleared.
     POST /_fake/preempt                 -> set preemption now.
 
 Faults (--fault, repeatable):
@@ -109,6 +112,7 @@ class State:
         self.args = args
         self.cond = threading.Condition()
         self.run_id = args.run_id
+        self.allocation_id = args.allocation_id
         self.preempt = False
         self.preempt_fired = False  # --preempt-after-checkpoint fires once per master
         self.acked = False
@@ -193,9 +197,10 @@ class Handler(BaseHTTPRequestHandler):
         with st.cond:
             st.seq += 1
             seq = st.seq
+            run_at_arrival = st.run_id
             st.pending += 1
         line = f"{method} {path}"
-        status, response, sent = 500, None, False
+        status, response, sent, t_answer = 500, None, False, None
         try:
             for f in st.faults:
                 if f.kind == "delay" and f.regex.search(line):
@@ -219,12 +224,15 @@ class Handler(BaseHTTPRequestHandler):
                         with st.cond:
                             st.rejected.append({"seq": seq, "method": method, "path": path,
                                                 "message": r.message})
+            t_answer = time.monotonic()
             sent = self._send(status, response)
         finally:
-            entry = {"seq": seq, "method": method, "path": path, "query": query,
+            entry = {"seq": seq, "run": run_at_arrival, "method": method, "path": path, "query": query,
                      "token": self.headers.get(TOKEN_HEADER), "body": body, "status": status,
                      "response": response, "headers": dict(self.headers.items()),
-                     "t": round(t_arrive - st.t0, 4), "dt": round(time.monotonic() - t_arrive, 4)}
+                     "t": round(t_arrive - st.t0, 4),
+                     "t_answer": None if t_answer is None else round(t_answer - st.t0, 4),
+                     "dt": round(time.monotonic() - t_arrive, 4)}
             if body_text is not None:
                 entry["body_text"] = body_text
             if not sent:
@@ -245,15 +253,17 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(200, {
                     "checkpoints": list(st.checkpoints), "acked": st.acked,
                     "acked_runs": list(st.acked_runs), "run_id": st.run_id,
+                    "allocation_id": st.allocation_id,
                     "preempt": st.preempt, "rejected": list(st.rejected),
                     "requests": st.seq, "pending": st.pending})
                 return
             if method == "POST" and path == "/_fake/next_run":
                 st.run_id = int((body or {}).get("run_id", st.run_id + 1))
+                st.allocation_id = (body or {}).get("allocation_id", st.allocation_id)
                 st.preempt = False
                 st.acked = False
                 st.cond.notify_all()
-                self._send(200, {"run_id": st.run_id})
+                self._send(200, {"run_id": st.run_id, "allocation_id": st.allocation_id})
                 return
             if method == "POST" and path == "/_fake/preempt":
                 st.preempt = True
@@ -283,7 +293,7 @@ class Handler(BaseHTTPRequestHandler):
                 raise Reject(404, f"trial {tid} not found", code=5)
 
         def want_alloc(aid):
-            if aid != a.allocation_id:
+            if aid != st.allocation_id:
                 raise Reject(404, f"allocation {aid} not found", code=5)
 
         if method == "POST" and p == ["runs", "start"]:
@@ -389,11 +399,13 @@ class Handler(BaseHTTPRequestHandler):
         uuid = body.get("uuid")
         if not isinstance(uuid, str) or not uuid:
             raise Reject(400, "rule checkpoint: uuid must be a non-empty string")
-        if body.get("allocationId") != a.allocation_id:
+        if body.get("allocationId") != st.allocation_id:
             raise Reject(400, f"rule checkpoint: allocationId {body.get('allocationId')!r} != "
-                              f"{a.allocation_id!r}")
+                              f"{st.allocation_id!r}")
         if not isinstance(body.get("taskId"), str) or not body["taskId"]:
             raise Reject(400, "rule checkpoint: taskId must be a non-empty string")
+        if a.task_id is not None and body["taskId"] != a.task_id:
+            raise Reject(400, f"rule checkpoint: taskId {body['taskId']!r} != {a.task_id!r}")
         res = body.get("resources")
         if not isinstance(res, dict) or not all(isinstance(v, str) for v in res.values()):
             raise Reject(400, "rule checkpoint: resources must map paths to sizes as strings")
@@ -471,6 +483,7 @@ def parse_args(argv):
     ap.add_argument("--experiment-id", type=int, default=1)
     ap.add_argument("--allocation-id", default="1.1.1")
     ap.add_argument("--run-id", type=int, default=1)
+    ap.add_argument("--task-id")
     ap.add_argument("--searcher-metric", default="validation_loss")
     ap.add_argument("--smaller-is-better", type=int, default=1)
     ap.add_argument("--preempt-after-checkpoint", type=int)
@@ -582,7 +595,8 @@ def self_test():
     state = call("GET", "/_fake/state")[1]
     checks.append(([c["uuid"] for c in state["checkpoints"]], ["u1", "u2"]))
     checks.append((state["acked"], True))
-    checks.append((call("POST", "/_fake/next_run", {"run_id": 2})[1], {"run_id": 2}))
+    checks.append((call("POST", "/_fake/next_run", {"run_id": 2})[1],
+                   {"run_id": 2, "allocation_id": "a.1"}))
     t1 = time.monotonic()
     checks.append((call("GET", "/api/v1/allocations/a.1/signals/preemption?timeout_seconds=60"),
                    (200, {"preempt": False})))
