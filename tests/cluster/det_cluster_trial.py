@@ -67,7 +67,8 @@ def main():
     # A container's /tmp starts empty; Determined keeps TensorBoard event files in
     # /tmp/tensorboard-<allocation>-<rank> and syncs that whole directory into the storage, so a
     # leftover one from an earlier test with the same allocation id would be uploaded too.
-    shutil.rmtree(f"/tmp/tensorboard-{os.environ['DET_ALLOCATION_ID']}-0", ignore_errors=True)
+    tb_dir = f"/tmp/tensorboard-{os.environ['DET_ALLOCATION_ID']}-0"
+    shutil.rmtree(tb_dir, ignore_errors=True)
     info = det.get_cluster_info()
     assert info is not None and info.task_type == "TRIAL"
     out = os.environ.get("DTL_ORACLE_OUT") or os.getcwd()
@@ -81,6 +82,7 @@ def main():
             checkpoint_period=pytorch.Batch(e), checkpoint_policy="none",
             latest_checkpoint=info.latest_checkpoint)
         trial.out.close()
+    shutil.rmtree(tb_dir, ignore_errors=True)  # the container's /tmp goes with it
     return 0
 
 

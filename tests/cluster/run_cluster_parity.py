@@ -31,7 +31,9 @@ dtl.jsonl. What is compared (compare_traffic.py, where the reasons are spelled o
 Before comparing dtl with Python, the Python scenario runs --repeat times (default 3) and each
 transcript must compare equal to the first under the same rules: that is what makes the rules the
 strongest deterministic ones (were any looser, Python against itself would show it).
-Exit 0 when everything holds; 1 with the first difference otherwise.
+Exit 0 when everything holds; 1 with the first difference otherwise. --fault SPEC (repeatable)
+is handed to every fake master: `--fault delay:metrics:0.7` moves the metrics posts and
+multiplies the polls, and Python must still compare equal to an undisturbed transcript.
 """
 import argparse
 import json
@@ -70,7 +72,7 @@ class Failure(Exception):
 
 
 class Master:
-    def __init__(self, python, work, record):
+    def __init__(self, python, work, record, faults=()):
         self.port_file = os.path.join(work, "master.port")
         self.record = record
         if os.path.exists(record):
@@ -82,7 +84,8 @@ class Master:
              "--trial-id", str(cluster_env.TRIAL_ID), "--experiment-id", str(cluster_env.EXPERIMENT_ID),
              "--allocation-id", cluster_env.allocation_id(1), "--task-id", cluster_env.TASK_ID,
              "--run-id", "1", "--searcher-metric", cluster_env.SEARCHER_METRIC,
-             "--preempt-after-checkpoint", str(PREEMPT_AT), "--max-poll-seconds", str(MAX_POLL)],
+             "--preempt-after-checkpoint", str(PREEMPT_AT), "--max-poll-seconds", str(MAX_POLL)]
+            + [f"--fault={f}" for f in faults],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while not os.path.exists(self.port_file):
@@ -129,16 +132,15 @@ def run_trial(argv, env, log, timeout=300):
     return p.returncode, time.monotonic() - t0
 
 
-def scenario(label, argv_for, python, work, record, extra_env=None):
+def scenario(label, argv_for, python, work, record, faults=()):
     """Runs the two-run scenario; returns (seconds, final master state)."""
     if os.path.exists(work):
         shutil.rmtree(work)
     os.makedirs(work)
-    master = Master(python, work, record)
+    master = Master(python, work, record, faults)
     t0 = time.monotonic()
     try:
         base = {k: v for k, v in os.environ.items() if not k.startswith(("DET_", "DTL_"))}
-        base.update(extra_env or {})
 
         def env_for(run_id, latest=None, steps=0):
             e = dict(base)
@@ -204,6 +206,9 @@ def main():
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--repeat", type=int, default=3,
                     help="Python scenarios for the stability check (>= 1)")
+    ap.add_argument("--fault", action="append", default=[],
+                    help="passed to every fake master (e.g. delay:metrics:0.7, to shake the "
+                         "timing: the comparison must still hold)")
     a = ap.parse_args()
     work = os.path.abspath(a.work) if a.work else tempfile.mkdtemp(prefix="dtl-cluster-parity-")
     os.makedirs(work, exist_ok=True)
@@ -214,7 +219,8 @@ def main():
         for i in range(max(1, a.repeat)):
             name = "python" if i == 0 else f"python-{i + 1}"
             rec = os.path.join(work, f"{name}.jsonl")
-            scenario(name, lambda w: [a.python, py_trial], a.python, os.path.join(work, name), rec)
+            scenario(name, lambda w: [a.python, py_trial], a.python, os.path.join(work, name), rec,
+                     a.fault)
             records.append(rec)
         for rec in records[1:]:
             diff = compare_traffic.compare_files(records[0], rec)
@@ -229,7 +235,7 @@ def main():
             rec = os.path.join(work, "dtl.jsonl")
             dtl = os.path.abspath(a.dtl)
             scenario("dtl", lambda w: [dtl, "--run-dir", os.path.join(w, "dtl-run")], a.python,
-                     os.path.join(work, "dtl"), rec)
+                     os.path.join(work, "dtl"), rec, a.fault)
             diff = compare_traffic.compare_files(records[0], rec, labels=("python", "dtl"))
             compare_traffic.print_sizes(records[0], rec, labels=("python", "dtl"))
             if diff:
