@@ -19,9 +19,11 @@ OracleTrial logs what it saw to $DTL_ORACLE_OUT/rank0.jsonl (default: the workin
 Exit status 0 also when preempted, as on a cluster (the master reschedules after the ack).
 """
 import argparse
+import faulthandler
 import json
 import os
 import shutil
+import signal
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -57,6 +59,8 @@ def cluster_info_from_env():
 
 
 def main():
+    # all threads' stacks on SIGUSR2 (Determined's own SIGUSR1 handler prints the main thread's)
+    faulthandler.register(signal.SIGUSR2, all_threads=True)
     torch.set_num_threads(1)
     shared = os.environ["DTL_SHARED_FS_CONTAINER_PATH"]
     common_constants.SHARED_FS_CONTAINER_PATH = shared

@@ -61,6 +61,7 @@ Faults (--fault, repeatable):
 `fake_master.py --self-test` runs a unit self-test against a master in this process.
 """
 import argparse
+import faulthandler
 import json
 import math
 import os
@@ -248,29 +249,30 @@ class Handler(BaseHTTPRequestHandler):
 
     def _control(self, method, path, body):
         st = self.server.state
-        with st.cond:
+        answer = None
+        with st.cond:  # decide under the lock, send outside it
             if method == "GET" and path == "/_fake/state":
-                self._send(200, {
+                answer = {
                     "checkpoints": list(st.checkpoints), "acked": st.acked,
                     "acked_runs": list(st.acked_runs), "run_id": st.run_id,
                     "allocation_id": st.allocation_id,
                     "preempt": st.preempt, "rejected": list(st.rejected),
-                    "requests": st.seq, "pending": st.pending})
-                return
-            if method == "POST" and path == "/_fake/next_run":
+                    "requests": st.seq, "pending": st.pending}
+            elif method == "POST" and path == "/_fake/next_run":
                 st.run_id = int((body or {}).get("run_id", st.run_id + 1))
                 st.allocation_id = (body or {}).get("allocation_id", st.allocation_id)
                 st.preempt = False
                 st.acked = False
                 st.cond.notify_all()
-                self._send(200, {"run_id": st.run_id, "allocation_id": st.allocation_id})
-                return
-            if method == "POST" and path == "/_fake/preempt":
+                answer = {"run_id": st.run_id, "allocation_id": st.allocation_id}
+            elif method == "POST" and path == "/_fake/preempt":
                 st.preempt = True
                 st.cond.notify_all()
-                self._send(200, {})
-                return
-        self._send(404, {"code": 5, "message": f"no control route {method} {path}"})
+                answer = {}
+        if answer is None:
+            self._send(404, {"code": 5, "message": f"no control route {method} {path}"})
+        else:
+            self._send(200, answer)
 
     # -- the API --------------------------------------------------------------------------------
     def _route(self, method, path, query, body, body_text):
@@ -496,6 +498,7 @@ def parse_args(argv):
 def serve(args):
     master = FakeMaster(args)
     stop = threading.Event()
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # stacks to stderr, for hang reports
 
     def on_signal(*_):
         stop.set()

@@ -124,12 +124,23 @@ class Master:
         self.log.close()
 
 
-def run_trial(argv, env, log, timeout=300):
+def run_trial(argv, env, log, master, timeout=120):
+    """Runs one trial process; on a hang, dumps both sides' stacks (SIGUSR2 to a Python trial,
+    SIGUSR1 to the master: faulthandler) into their logs, kills the trial and fails."""
     with open(log, "w") as f:
         t0 = time.monotonic()
-        p = subprocess.run(argv, env=env, stdout=f, stderr=subprocess.STDOUT, timeout=timeout,
-                           cwd=env["DET_WORKDIR"])
-    return p.returncode, time.monotonic() - t0
+        p = subprocess.Popen(argv, env=env, stdout=f, stderr=subprocess.STDOUT,
+                             cwd=env["DET_WORKDIR"])
+        try:
+            rc = p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.send_signal(signal.SIGUSR2)  # dtl: default action, it just ends
+            master.proc.send_signal(signal.SIGUSR1)
+            time.sleep(1)
+            p.kill()
+            p.wait()
+            raise Failure(f"{argv} hung for {timeout} s (stacks in {log} and master.log)")
+    return rc, time.monotonic() - t0
 
 
 def scenario(label, argv_for, python, work, record, faults=()):
@@ -148,7 +159,7 @@ def scenario(label, argv_for, python, work, record, faults=()):
             e["DTL_ORACLE_OUT"] = os.path.join(work, f"out-run{run_id}")
             return e
 
-        rc, dt1 = run_trial(argv_for(work), env_for(1), os.path.join(work, "run1.log"))
+        rc, dt1 = run_trial(argv_for(work), env_for(1), os.path.join(work, "run1.log"), master)
         if rc != 0:
             raise Failure(f"{label} run 1 exited {rc} (see {work}/run1.log)")
         st = master.settle()
@@ -159,7 +170,7 @@ def scenario(label, argv_for, python, work, record, faults=()):
         master.control("POST", "/_fake/next_run",
                        {"run_id": 2, "allocation_id": cluster_env.allocation_id(2)})
         rc, dt2 = run_trial(argv_for(work), env_for(2, first, PREEMPT_AT),
-                            os.path.join(work, "run2.log"))
+                            os.path.join(work, "run2.log"), master)
         if rc != 0:
             raise Failure(f"{label} run 2 exited {rc} (see {work}/run2.log)")
         st = master.settle()
