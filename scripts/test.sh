@@ -151,6 +151,11 @@ if [ -z "$only" ] || [ "$only" = torch2 ]; then
     # trials, on 1 and 2 torchrun ranks, bit for bit; each resumes the other's checkpoints.
     check torch2:determined_oracle .venv/bin/python3 tests/oracle/run_oracle.py --dtl build-torch2/tests/oracle_trials
     mark "Determined oracle: LibTorch 2.x"
+    # A dtl trial as a Determined cluster trial, against a loopback fake master that records and
+    # enforces: the same requests as the real det.pytorch.Trainer in cluster mode, call by call
+    # (train, validate, preempted, resumed from DET_LATEST_CHECKPOINT, finished); then faults.
+    check torch2:cluster_parity .venv/bin/python3 tests/cluster/run_cluster_parity.py --python "$PWD/.venv/bin/python3" --dtl "$PWD/build-torch2/tests/oracle_trials" --work "$run/cluster-parity" --repeat 2
+    mark "cluster parity: LibTorch 2.x"
     # dtl from someone else's project: pkg-config, CMake, meson-wrap and Conan consumers build and run a
     # trial (its header-only pkg-config and CMake builds are the docs check's, next).
     check torch2:consumers env DTL_CONSUMERS_DOCS_ROUTES=1 bash tests/consumers/run.sh "$run/consumers-torch2" "$PWD/.venv/bin/python3"

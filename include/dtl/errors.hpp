@@ -52,6 +52,15 @@ struct DistributedError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Determined's `det.InvalidHP`: throw it from the trial (its constructor, or any method the
+/// Trainer calls) when its hyperparameters cannot work, e.g. a layer size the data does not fit.
+/// On a Determined cluster the chief reports an early exit (the searcher moves on to other
+/// hyperparameters) and a program built on dtl::init(argc, argv) exits 0; elsewhere it is an
+/// error like any other (status 1).
+struct InvalidHP : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// A Determined master that refused a report, or did not answer within the retry budget
 /// (DTL_MASTER_RETRY_SECONDS). Checkpoints written before it stay on storage; the message names
 /// those the master has not registered.

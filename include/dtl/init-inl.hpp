@@ -36,6 +36,18 @@ DTL_INLINE void terminate_with_error_line() noexcept {
   if (const auto e = std::current_exception()) {
     try {
       std::rethrow_exception(e);
+    } catch (const InvalidHP& x) {
+      // Determined's contract: the searcher hears of it as an early exit, and the trial ends 0.
+      if (cluster_trial_flag().load()) status = 0;
+      if (auto* m = active_master_session().load()) {
+        m->send("POST", "/api/v1/trials/" + std::to_string(m->info().trial_id) + "/early_exit",
+                {{"reason", "EXITED_REASON_INVALID_HP"}}, "the early exit for invalid hyperparameters");
+        std::cerr << "dtl: invalid hyperparameters: " << error_line(x.what())
+                  << "; reported to the master as an early exit (the searcher moves on)" << std::endl;
+      } else {
+        std::cerr << (status == 0 ? "dtl: " : "error: ") << "invalid hyperparameters: " << error_line(x.what())
+                  << std::endl;
+      }
     } catch (const ConfigError& x) {
       status = 2;
       std::cerr << "error: " << error_line(x.what()) << std::endl;
@@ -49,6 +61,8 @@ DTL_INLINE void terminate_with_error_line() noexcept {
                  "was destroyed while joinable)"
               << std::endl;
   }
+  // A cluster trial's queued reports (a checkpoint's registration above all) get a last chance.
+  if (auto* m = active_master_session().load()) m->drain(std::chrono::seconds(30));
   std::cout.flush();
   std::fflush(nullptr);
   std::_Exit(status);
@@ -214,6 +228,7 @@ DTL_INLINE detail::ContextSetup make_setup(InitOptions opts, const CommandLine* 
   if (random_seed && chief && !s.overrides.resume)
     std::cerr << "dtl: trial seed " << *seed << " (pass --seed " << *seed << " to repeat this run)\n";
   if (cluster) {
+    cluster_trial_flag() = true;
     s.cluster_info = std::make_shared<const ClusterInfo>(*cluster);
     if (!s.cluster) s.cluster = std::make_shared<ClusterSession>(std::move(*cluster), false);
   }

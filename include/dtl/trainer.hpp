@@ -242,6 +242,13 @@ class Trainer {
       collect_checkpoint();
       console().finish_training();
       reporter_->flush();
+    } catch (const InvalidHP&) {
+      // As Determined: what was trained is checkpointed before the early exit (one process; on
+      // several, the ranks that did not throw are not at the same point).
+      if (!ctx_.distributed().connected() && state_.last_ckpt != state_.batches_trained) checkpoint();
+      collect_checkpoint();
+      reporter_->flush();
+      throw;
     } catch (const ShouldExit&) {
       if (state_.last_ckpt != state_.batches_trained) checkpoint();
       collect_checkpoint();

@@ -36,8 +36,15 @@ parsed (numbers compare as numbers: 12 == 12.0, float values bit for bit; the st
     PYTHON_ONLY = code/ and anything under it (Determined copies the context directory into each
     checkpoint; dtl has no context directory);
   - checkpoint metadata: determined_version (Python) and dtl_version (dtl) are one field, a
-    string, whose value is not compared (the one documented difference); framework, format,
-    steps_completed and the rest compare exactly.
+    string, whose value is not compared; framework compares without a local version tag
+    (Python's torch.__version__ "2.15.0+cu132" is the wheel's name for LibTorch "2.15.0");
+    dtl's validation_metric (what its retention ranks by) is allowed on one side only; format,
+    steps_completed and the rest compare exactly;
+  - GET /api/v1/trials/{id}: dropped. The Python Trainer asks it at the start for the step of
+    the trial's latest validation (_get_last_validation, to skip validating that step again after
+    a restart, a shortcut its own comment calls unstable: the master archives that validation
+    when the restarted run reports); dtl records its last validation in the checkpoint and does
+    not ask (docs/cluster.md, "Differences").
 Request headers other than the token (User-Agent, Content-Type, ...) are recorded, not compared.
 """
 import argparse
@@ -47,6 +54,8 @@ import re
 import sys
 
 DTL_ONLY = {"trial_state.json"}
+DTL_ONLY_METADATA = {"validation_metric"}
+NOT_COMPARED = re.compile(r"^/api/v1/trials/[^/]+$")  # GET: Python's _get_last_validation
 PYTHON_ONLY_PREFIX = "code/"
 VERSION_KEYS = ("determined_version", "dtl_version")
 
@@ -111,6 +120,8 @@ class Side:
         for c in calls:
             r = self.runs.setdefault(c.get("run"), {"calls": [], "metrics": [], "polls": [],
                                                     "acks": []})
+            if c["method"] == "GET" and NOT_COMPARED.match(c["path"]):
+                continue
             if c["method"] == "GET" and POLL.match(c["path"]):
                 r["polls"].append(c)
                 continue
@@ -164,6 +175,10 @@ class Side:
             else:
                 self.problems.append(f"seq {c['seq']}: metadata must have exactly one of "
                                      f"{VERSION_KEYS} as a string, has {present}")
+            if isinstance(md.get("framework"), str):
+                md["framework"] = md["framework"].split("+")[0]
+            for k in DTL_ONLY_METADATA:
+                md.pop(k, None)
         return body
 
     def poll_facts(self, run):

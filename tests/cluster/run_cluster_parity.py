@@ -159,6 +159,7 @@ def scenario(label, argv_for, python, work, record, faults=()):
             e["DTL_ORACLE_OUT"] = os.path.join(work, f"out-run{run_id}")
             return e
 
+        master.control("POST", "/_fake/preempt")
         rc, dt1 = run_trial(argv_for(work), env_for(1), os.path.join(work, "run1.log"), master)
         if rc != 0:
             raise Failure(f"{label} run 1 exited {rc} (see {work}/run1.log)")

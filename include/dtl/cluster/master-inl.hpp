@@ -101,9 +101,12 @@ DTL_INLINE MasterSession::MasterSession(ClusterInfo info, MasterOptions options)
   const auto answer = nlohmann::json::parse(r.body, nullptr, false);
   if (answer.is_object() && answer.contains("storageId")) storage_id_ = answer["storageId"];
   sender_ = std::thread([this] { send_loop(); });
+  active_master_session() = this;
 }
 
 DTL_INLINE MasterSession::~MasterSession() {
+  MasterSession* self = this;
+  active_master_session().compare_exchange_strong(self, nullptr);
   quit_poller_ = true;
   sleep_cv_.notify_all();
   if (poller_.joinable()) poller_.join();
@@ -271,6 +274,14 @@ DTL_INLINE bool MasterSession::preemption_requested() {
                        [&] { return first_answer_.load() || quit_poller_.load(); });
   }
   return preempt_.load(std::memory_order_relaxed);
+}
+
+DTL_INLINE void MasterSession::drain(std::chrono::milliseconds bound) noexcept {
+  try {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, bound, [&] { return queue_.empty() && !sending_; });
+  } catch (...) {
+  }
 }
 
 DTL_INLINE void MasterSession::watch_preemption() {

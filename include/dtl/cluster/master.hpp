@@ -49,6 +49,19 @@ DTL_INLINE nlohmann::json master_json(const nlohmann::ordered_json& value);
 /// Now, as Python's datetime.now(timezone.utc).isoformat(): 2026-11-26T08:40:00.123456+00:00.
 DTL_INLINE std::string iso_now();
 
+class MasterSession;
+/// Whether this process runs as a Determined cluster trial (set by dtl::init).
+inline std::atomic<bool>& cluster_trial_flag() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+/// The process's MasterSession (the chief's, while it lives), for the exit path of a failing
+/// run: what is queued gets a last, bounded chance (init.hpp's terminate handler).
+inline std::atomic<MasterSession*>& active_master_session() {
+  static std::atomic<MasterSession*> session{nullptr};
+  return session;
+}
+
 class MasterSession {
  public:
   /// Connects (POST /api/v1/runs/start, retried within the budget: nothing is lost yet if the
@@ -79,6 +92,10 @@ class MasterSession {
   DTL_INLINE void check();
   /// Waits until everything queued was delivered, then check(); bounded by the retry budget.
   DTL_INLINE void flush();
+
+  /// Waits up to `bound` for what is queued to be delivered; never throws (the last chance of a
+  /// run that is failing).
+  DTL_INLINE void drain(std::chrono::milliseconds bound) noexcept;
 
   /// Starts the preemption long poll (GET …/signals/preemption) on its own thread.
   DTL_INLINE void watch_preemption();
