@@ -259,7 +259,8 @@ class Trainer {
       if (!said) console().note("stopped at batch " + std::to_string(state_.batches_trained) + " (stop requested)");
       reporter_->flush();
     }
-    for (const auto& line : summary_->lines(state_.batches_trained, state_.epochs_trained, ctx_.run_dir()))
+    for (const auto& line : summary_->lines(state_.batches_trained, state_.epochs_trained, ctx_.run_dir(),
+                                                active_store_->owns_directory()))
       console().note(line);
   }
 

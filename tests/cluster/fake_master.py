@@ -54,8 +54,10 @@ Control (for the test driver):
 
 Faults (--fault, repeatable):
     500:REGEX:COUNT      answer 500 to the first COUNT requests whose "METHOD /path" matches REGEX
+                         (any status: 400:REGEX:COUNT refuses them)
     delay:REGEX:SECONDS  sleep SECONDS before answering each matching request
-    down-after:N         after answering the Nth request, close the listening socket (the
+    down-after:N         after answering the Nth request, close the listening socket and drop every
+                         request that still arrives on a kept-alive connection unanswered (the
                          process stays up until SIGTERM/SIGINT, so its record is complete)
 
 `fake_master.py --self-test` runs a unit self-test against a master in this process.
@@ -96,9 +98,9 @@ class Fault:
     def __init__(self, spec):
         kind, _, rest = spec.partition(":")
         self.kind = kind
-        if kind == "500":
+        if kind.isdigit():  # 500:REGEX:COUNT, 400:..., any status
             regex, _, count = rest.rpartition(":")
-            self.regex, self.left = re.compile(regex), int(count)
+            self.regex, self.left, self.status = re.compile(regex), int(count), int(kind)
         elif kind == "delay":
             regex, _, seconds = rest.rpartition(":")
             self.regex, self.seconds = re.compile(regex), float(seconds)
@@ -176,6 +178,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def _handle(self, method):
         st = self.server.state
+        if self.server.down:  # gone: a kept-alive connection gets no answer either, and closes
+            self.close_connection = True
+            return
         url = urllib.parse.urlsplit(self.path)
         path = url.path
         query = {}
@@ -206,15 +211,15 @@ class Handler(BaseHTTPRequestHandler):
             for f in st.faults:
                 if f.kind == "delay" and f.regex.search(line):
                     time.sleep(f.seconds)
-            injected = False
+            injected = None
             with st.cond:
                 for f in st.faults:
-                    if f.kind == "500" and f.left > 0 and f.regex.search(line):
+                    if f.kind.isdigit() and f.left > 0 and f.regex.search(line):
                         f.left -= 1
-                        injected = True
+                        injected = f.status
                         break
             if injected:
-                status, response = 500, {"code": 13, "message": "injected fault", "details": []}
+                status, response = injected, {"code": 13, "message": "injected fault", "details": []}
             else:
                 try:
                     status, response = self._route(method, path, query, body, body_text)

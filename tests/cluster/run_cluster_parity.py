@@ -6,9 +6,14 @@
 PY is a Python with determined 0.38.1 and torch (the repo's .venv); BIN is dtl's twin of the
 oracle trial (tests/oracle_trials), which in cluster mode takes its hparams and seed from DET_*.
 
-The scenario, against a fresh tests/cluster/fake_master.py (--preempt-after-checkpoint 12):
-  run 1 (DET_TRIAL_RUN_ID=1, allocation <task>.1): trains 12 batches, validates, checkpoints; the
-        master sets preemption when that checkpoint arrives; the trial acks and exits 0;
+The scenario, against a fresh tests/cluster/fake_master.py:
+  run 1 (DET_TRIAL_RUN_ID=1, allocation <task>.1): the master has set preemption before the trial
+        starts (POST /_fake/preempt), so the watch's first answer (timeout_seconds=0) is true, and
+        both clients wait for that first answer at their first boundary: the trial trains 12
+        batches, validates, sees the preemption after the validation, acks, checkpoints (the exit
+        checkpoint) and exits 0. (A preemption set while training is timing-dependent for dtl,
+        which registers checkpoints from its background writer; set before the start it is not.
+        tests/cluster/run_cluster_faults.py preempts mid-run and checks invariants instead.)
   then a reschedule (POST /_fake/next_run {run_id: 2, allocation_id: <task>.2});
   run 2 (DET_TRIAL_RUN_ID=2, DET_LATEST_CHECKPOINT=<the uuid registered at 12>,
         DET_STEPS_COMPLETED=12): resumes, trains to 24, validates, checkpoints, exits 0.
@@ -72,7 +77,7 @@ class Failure(Exception):
 
 
 class Master:
-    def __init__(self, python, work, record, faults=()):
+    def __init__(self, python, work, record, faults=(), extra=()):
         self.port_file = os.path.join(work, "master.port")
         self.record = record
         if os.path.exists(record):
@@ -84,8 +89,8 @@ class Master:
              "--trial-id", str(cluster_env.TRIAL_ID), "--experiment-id", str(cluster_env.EXPERIMENT_ID),
              "--allocation-id", cluster_env.allocation_id(1), "--task-id", cluster_env.TASK_ID,
              "--run-id", "1", "--searcher-metric", cluster_env.SEARCHER_METRIC,
-             "--preempt-after-checkpoint", str(PREEMPT_AT), "--max-poll-seconds", str(MAX_POLL)]
-            + [f"--fault={f}" for f in faults],
+             "--max-poll-seconds", str(MAX_POLL)]
+            + [f"--fault={f}" for f in faults] + list(extra),
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while not os.path.exists(self.port_file):

@@ -73,6 +73,8 @@ class OracleTrial : public dtl::PyTorchTrial<OracleTrial> {
  public:
   explicit OracleTrial(dtl::PyTorchTrialContext& ctx) : ctx_(ctx), log_(ctx.distributed().rank) {
     const auto kind = ctx.get_hparam<std::string>("model");
+    // tests/cluster/run_cluster_faults.py: hyperparameters a trial rejects (Determined's InvalidHP).
+    if (ctx.get_hparams().value("invalid_hp", false)) throw dtl::InvalidHP("the hparam invalid_hp is true");
     const double lr = ctx.get_hparam<double>("learning_rate");
     // Layers in statements, drawn in Python's order (docs/porting.md).
     if (kind == "mlp") {

@@ -118,7 +118,8 @@ DTL_INLINE MasterSession::~MasterSession() {
     // What is still queued (a run that failed before flush) gets a last short try.
     cv_.wait_for(lock, std::chrono::seconds(10), [&] { return queue_.empty() && !sending_; });
     if (!queue_.empty()) {
-      for (const auto& r : queue_) undelivered.push_back(r.what);
+      for (const auto& r : queue_)
+        if (!r.reply) undelivered.push_back(r.what);
       abandon_ = true;
     }
   }
@@ -170,6 +171,8 @@ DTL_INLINE void MasterSession::send(std::string method, std::string path, const 
 
 DTL_INLINE HttpResponse MasterSession::ask(std::string method, std::string path, std::string what,
                                            std::chrono::milliseconds max_wait) {
+  if (unreachable_.load())
+    return {.status = 0, .body = {}, .error = "the master is not answering (reports are being retried)"};
   auto reply = std::make_shared<std::promise<HttpResponse>>();
   auto answer = reply->get_future();
   {
@@ -177,7 +180,12 @@ DTL_INLINE HttpResponse MasterSession::ask(std::string method, std::string path,
     queue_.push_back({std::move(method), std::move(path), std::string(), std::move(what), std::move(reply)});
   }
   cv_.notify_all();
-  if (answer.wait_for(max_wait) == std::future_status::ready) return answer.get();
+  if (answer.wait_for(max_wait) == std::future_status::ready) {
+    try {
+      return answer.get();
+    } catch (const std::future_error&) {  // dropped unanswered (the session is closing)
+    }
+  }
   return {.status = 0, .body = {}, .error = "no answer within " + master_detail::seconds_text(max_wait) + " s"};
 }
 
@@ -212,6 +220,7 @@ DTL_INLINE void MasterSession::send_loop() {
                      master_detail::hint(r);
         queue_.pop_front();
         if (warned) std::cerr << "dtl: the master at " << info_.master_url << " answers again\n";
+        unreachable_ = false;
         failing_since.reset();
         warned = false;
         backoff = opts_.first_backoff;
@@ -220,6 +229,7 @@ DTL_INLINE void MasterSession::send_loop() {
       }
       const auto now = std::chrono::steady_clock::now();
       if (!failing_since) failing_since = now;
+      unreachable_ = true;
       if (!warned) {
         std::cerr << "dtl: warning: the master at " << info_.master_url << " did not take " << req.what << " ("
                   << r.describe() << "); training goes on, and what is reported is kept and retried for up to "
@@ -228,7 +238,11 @@ DTL_INLINE void MasterSession::send_loop() {
       }
       if (now - *failing_since > opts_.retry_budget) {
         std::string lost;
-        for (const auto& q : queue_) lost += "\n  " + q.what;
+        for (const auto& q : queue_)
+          if (q.reply)  // an ask() waiting: it gets the failure as its answer
+            q.reply->set_value({.status = 0, .body = {}, .error = "the master did not answer: " + r.describe()});
+          else
+            lost += "\n  " + q.what;
         if (!failure_)
           failure_ = "dtl: the master at " + info_.master_url + " has not answered for " +
                      master_detail::seconds_text(opts_.retry_budget) + " s (DTL_MASTER_RETRY_SECONDS; last: " +
@@ -253,18 +267,31 @@ DTL_INLINE void MasterSession::check() {
 DTL_INLINE void MasterSession::flush() {
   {
     std::unique_lock lock(mu_);
-    const auto bound = opts_.retry_budget + opts_.request_timeout + std::chrono::seconds(1);
-    const bool done =
-        cv_.wait_for(lock, bound, [&] { return (queue_.empty() && !sending_) || failure_.has_value(); });
-    if (!done) {
+    if (!failure_) {
+      const auto bound = opts_.retry_budget + opts_.request_timeout + std::chrono::seconds(1);
+      const bool done =
+          cv_.wait_for(lock, bound, [&] { return (queue_.empty() && !sending_) || failure_.has_value(); });
+      if (!done) {
+        std::string left;
+        for (const auto& q : queue_) left += "\n  " + q.what;
+        failure_ = "dtl: gave up waiting for the master at " + info_.master_url + " after " +
+                   master_detail::seconds_text(std::chrono::duration_cast<std::chrono::milliseconds>(bound)) +
+                   " s; these never reached it:" + left;
+      }
+    } else {
+      // Failed earlier: what was queued since (the stop checkpoint's registration) is named too.
       std::string left;
-      for (const auto& q : queue_) left += "\n  " + q.what;
-      failure_ = "dtl: gave up waiting for the master at " + info_.master_url + " after " +
-                 master_detail::seconds_text(std::chrono::duration_cast<std::chrono::milliseconds>(bound)) +
-                 " s; these never reached it:" + left;
+      for (const auto& q : queue_)
+        if (!q.reply) left += "\n  " + q.what;
+      if (!left.empty()) *failure_ += "\nand, queued since:" + left;
     }
   }
   check();
+}
+
+DTL_INLINE bool MasterSession::failed() {
+  std::lock_guard lock(mu_);
+  return failure_.has_value();
 }
 
 DTL_INLINE bool MasterSession::preemption_requested() {

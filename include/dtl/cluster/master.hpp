@@ -84,12 +84,15 @@ class MasterSession {
                                const std::string& what);
   /// A request whose answer the run needs, sent in its turn after everything queued before it
   /// (so the master sees the chief's calls in program order), tried once; waits at most
-  /// `max_wait` for the answer, else returns an error response.
+  /// `max_wait` for the answer, else returns an error response — at once while the master is
+  /// not answering (the queue is being retried), so training does not wait on it.
   DTL_INLINE HttpResponse ask(std::string method, std::string path, std::string what,
                               std::chrono::milliseconds max_wait);
   /// Throws the ClusterError the sending thread met (a refused report, or the master gone for
   /// longer than the budget), if any.
   DTL_INLINE void check();
+  /// Whether the sending thread met a failure check() would throw.
+  [[nodiscard]] DTL_INLINE bool failed();
   /// Waits until everything queued was delivered, then check(); bounded by the retry budget.
   DTL_INLINE void flush();
 
@@ -123,6 +126,7 @@ class MasterSession {
   std::condition_variable cv_;
   std::deque<Request> queue_;
   bool sending_ = false;  // the front is in flight
+  std::atomic<bool> unreachable_{false};  // the sending thread is retrying
   std::optional<std::string> failure_;
   std::atomic<bool> quit_sender_{false};
   std::atomic<bool> abandon_{false};

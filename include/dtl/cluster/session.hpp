@@ -80,7 +80,6 @@ class ClusterMetrics final : public MetricsSink {
     if (training && r.progress_due)
       m->send("POST", "/api/v1/trials/" + trial + "/progress", {{"progress", r.progress}, {"is_raw", true}},
               "the progress at batch " + std::to_string(r.steps_completed));
-    m->check();  // a refused report, or a master gone too long, fails the run here
   }
 
   void phase_started(RunPhase phase) override {
@@ -177,7 +176,11 @@ class ClusterPreemption final : public StopSource {
   explicit ClusterPreemption(std::shared_ptr<ClusterSession> s) : s_(std::move(s)) {}
   std::optional<std::string> stop_requested() override {
     auto* m = s_->master();
-    if (!m || !m->preemption_requested()) return std::nullopt;
+    if (!m) return std::nullopt;
+    // A master that refused a report or stayed away past the budget: stop now, so that the run
+    // checkpoints what it trained before it fails (fit's flush raises the error).
+    if (m->failed()) return "the Determined master's failure";
+    if (!m->preemption_requested()) return std::nullopt;
     if (!acked_) {
       m->send("POST", "/api/v1/allocations/" + s_->info().allocation_id + "/signals/ack_preemption", nullptr,
               "the acknowledgement of the preemption");
@@ -186,6 +189,9 @@ class ClusterPreemption final : public StopSource {
     return "the Determined master's preemption";
   }
   std::optional<std::string> stopped(std::int64_t batches) override {
+    if (auto* m = s_->master(); m && m->failed())
+      return "stopped at batch " + std::to_string(batches) +
+             " because the Determined master failed (below); the checkpoint is on storage";
     if (!acked_) return std::nullopt;
     return "preempted by the Determined master at batch " + std::to_string(batches) +
            ": checkpoint saved and registered; the trial exits 0 and the master reschedules it";

@@ -9,7 +9,7 @@
 namespace dtl::inline DTL_ABI::detail {
 
 DTL_INLINE std::vector<std::string> RunSummary::lines(std::int64_t batches, std::int64_t epochs,
-                                             const std::filesystem::path& run_dir) const {
+                                             const std::filesystem::path& run_dir, bool resume_latest) const {
   std::vector<std::string> out;
   const double secs = std::chrono::duration<double>(Clock::now() - start_).count();
   const auto trained = batches - first_batch_;
@@ -29,7 +29,9 @@ DTL_INLINE std::vector<std::string> RunSummary::lines(std::int64_t batches, std:
                                     : std::string()));
   const auto run = run_dir.string();
   out.push_back("look further: dtl-plot " + run + "/metrics.jsonl -o " + run + "/metrics.html; tensorboard --logdir " +
-                run + "/tensorboard; continue with --run-dir " + run + " --resume latest");
+                run + "/tensorboard" +
+                (resume_latest ? "; continue with --run-dir " + run + " --resume latest"
+                               : "; the master resumes the trial from its latest registered checkpoint"));
   return out;
 }
 }  // namespace dtl::detail

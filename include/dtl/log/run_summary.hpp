@@ -47,9 +47,12 @@ class RunSummary {
     return latest_checkpoint_;
   }
 
-  /// The closing lines, for a run at `batches` (`epochs`) whose files are under `run_dir`.
+  /// The closing lines, for a run at `batches` (`epochs`) whose files are under `run_dir`;
+  /// `resume_latest`: whether `--resume latest` continues it (false where a cluster's master
+  /// resumes the trial instead).
   [[nodiscard]] DTL_INLINE std::vector<std::string> lines(std::int64_t batches, std::int64_t epochs,
-                                               const std::filesystem::path& run_dir) const;
+                                               const std::filesystem::path& run_dir,
+                                               bool resume_latest = true) const;
 
  private:
   static std::string num(double v) {

@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""A master that is down, slow or refusing never loses a dtl cluster trial's work, and never hangs
+its ranks: dtl's twin of the oracle trial (tests/oracle_trials) against tests/cluster/fake_master.py
+with faults, one case at a time. Each case states what must hold:
+
+  transient_500s     the master answers 500 to four metrics/checkpoint reports: dtl retries them,
+                     says so once and again when the master answers; the run finishes (status 0)
+                     with every report delivered and both checkpoints registered.
+  slow_master        every metrics report is answered after 1.5 s: the run finishes with all of
+                     them delivered.
+  timing_out         DTL_MASTER_RETRY_SECONDS=2 and metrics answered after 4 s (past the request
+                     timeout): the run fails (status 1) within a bound, naming what never reached
+                     the master; the checkpoints written are on storage, complete.
+  master_gone        the master closes its socket after 6 answers: the run fails within a bound,
+                     naming the checkpoint registrations that never reached it; they are on
+                     storage, complete. On 2 ranks (torchrun) too: both ranks exit, non-zero.
+  refused_registration  the master refuses (400) the first checkpoint's registration: the run
+                     fails naming the checkpoint and where it is on storage; it is there.
+  preempted_mid_run  preemption is set when the checkpoint at 12 is registered (during training,
+                     timing-dependent): the run stops at a later boundary, acknowledges, writes and
+                     registers its stop checkpoint and exits 0; every checkpoint on storage is
+                     registered, and the last one registered is where it stopped.
+  wrong_token        the allocation token is not the master's: dtl::init fails (status 2) naming the
+                     token, before anything is written.
+  master_down_at_start  no master listens: dtl::init retries within DTL_MASTER_RETRY_SECONDS and
+                     fails (status 2) before anything is written.
+  invalid_hp         the trial throws dtl::InvalidHP: the master hears an early exit
+                     (EXITED_REASON_INVALID_HP) and the program exits 0.
+
+    run_cluster_faults.py --dtl BIN [--python PY] [--work DIR] [--only CASE]
+Exit 0 when every case holds; 1 with the first that does not.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import cluster_env  # noqa: E402
+from run_cluster_parity import Master  # noqa: E402
+
+BOUND = 60  # seconds: a failing run must end well within this (its budget is 2-3 s)
+
+
+class Failure(Exception):
+    pass
+
+
+def expect(cond, what, log=None):
+    if not cond:
+        tail = ""
+        if log and os.path.exists(log):
+            with open(log) as f:
+                tail = "\n" + "".join(f.readlines()[-15:])
+        raise Failure(what + tail)
+
+
+def records(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+def checkpoint_dirs(work):
+    root = cluster_env.checkpoint_root(work)
+    if not os.path.isdir(root):
+        return {}
+    out = {}
+    for name in os.listdir(root):
+        meta = os.path.join(root, name, "metadata.json")
+        if os.path.isfile(meta):
+            with open(meta) as f:
+                out[name] = json.load(f)["steps_completed"]
+    return out
+
+
+class Case:
+    def __init__(self, args, name, faults=(), extra=(), env=None, token=None, hp=None, nproc=1, master=True):
+        self.args, self.name = args, name
+        self.work = os.path.join(args.work, name)
+        shutil.rmtree(self.work, ignore_errors=True)
+        os.makedirs(self.work)
+        self.record = os.path.join(self.work, "record.jsonl")
+        self.master = Master(args.python, self.work, self.record, faults, extra) if master else None
+        port = self.master.port if master else free_port()
+        e = {k: v for k, v in os.environ.items() if not k.startswith(("DET_", "DTL_"))}
+        e.update(cluster_env.trial_env(port, self.work, token=token or cluster_env.TOKEN,
+                                       hp=hp if hp is not None else cluster_env.hparams()))
+        e["DTL_ORACLE_OUT"] = os.path.join(self.work, "out")
+        e.update(env or {})
+        self.env, self.nproc = e, nproc
+        self.log = os.path.join(self.work, "trial.log")
+
+    def run(self):
+        argv = [self.args.dtl, "--run-dir", os.path.join(self.work, "run")]
+        if self.nproc > 1:
+            argv = [self.args.python, "-m", "torch.distributed.run", "--nproc_per_node", str(self.nproc),
+                    "--redirects", "9:1", "--tee", "9:1", "--master_port", str(free_port()), "--no_python"] + argv
+        t0 = time.monotonic()
+        with open(self.log, "w") as f:
+            try:
+                rc = subprocess.run(argv, env=self.env, cwd=self.work, stdout=f, stderr=subprocess.STDOUT,
+                                    timeout=BOUND).returncode
+            except subprocess.TimeoutExpired:
+                raise Failure(f"{self.name}: the trial did not end within {BOUND} s (a hang)")
+        self.seconds = time.monotonic() - t0
+        with open(self.log) as f:
+            self.output = f.read()
+        return rc
+
+    def state(self):
+        return self.master.settle()
+
+    def close(self):
+        if self.master:
+            self.master.stop()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def answered(recs, pattern, status=200):
+    return [r for r in recs if re.search(pattern, f"{r['method']} {r['path']}") and r["status"] == status]
+
+
+def case_transient_500s(a):
+    c = Case(a, "transient_500s", faults=["500:^POST /api/v1/(trials/1/metrics|checkpoints)$:4"])
+    try:
+        rc = c.run()
+        expect(rc == 0, f"transient_500s: status {rc}, want 0", c.log)
+        expect("did not take" in c.output and "answers again" in c.output,
+               "transient_500s: no warning that the master did not take a report, or none that it answers again", c.log)
+        st = c.state()
+        recs = records(c.record)
+        expect(len(answered(recs, r"trials/1/metrics", 500)) + len(answered(recs, "checkpoints$", 500)) == 4,
+               "transient_500s: the master did not answer 500 four times")
+        expect(len(answered(recs, r"trials/1/metrics")) == 4, "transient_500s: want 4 metrics reports delivered")
+        expect([ck["steps_completed"] for ck in st["checkpoints"]] == [12, 24],
+               f"transient_500s: registered {st['checkpoints']}, want steps 12 and 24")
+        expect(not st["rejected"], f"transient_500s: rejected {st['rejected']}")
+    finally:
+        c.close()
+
+
+def case_slow_master(a):
+    c = Case(a, "slow_master", faults=["delay:^POST /api/v1/trials/1/metrics$:1.5"])
+    try:
+        rc = c.run()
+        expect(rc == 0, f"slow_master: status {rc}, want 0", c.log)
+        st = c.state()
+        expect(len(answered(records(c.record), r"trials/1/metrics")) == 4, "slow_master: want 4 metrics reports")
+        expect([ck["steps_completed"] for ck in st["checkpoints"]] == [12, 24], f"slow_master: {st['checkpoints']}")
+    finally:
+        c.close()
+
+
+def stored_complete(c, what):
+    dirs = checkpoint_dirs(c.work)
+    expect(dirs, f"{what}: no checkpoint on storage")
+    for uuid in dirs:
+        for f in ("metadata.json", "state_dict.pth", "trial_state.pkl"):
+            expect(os.path.isfile(os.path.join(cluster_env.checkpoint_root(c.work), uuid, f)),
+                   f"{what}: checkpoint {uuid} lacks {f}")
+    return dirs
+
+
+def case_timing_out(a):
+    c = Case(a, "timing_out", faults=["delay:^POST /api/v1/trials/1/metrics$:4"],
+             env={"DTL_MASTER_RETRY_SECONDS": "2"})
+    try:
+        rc = c.run()
+        expect(rc == 1, f"timing_out: status {rc}, want 1", c.log)
+        expect("has not answered for 2 s" in c.output and "never reached it" in c.output,
+               "timing_out: the error does not say the master stopped answering and what never reached it", c.log)
+        stored_complete(c, "timing_out")
+    finally:
+        c.close()
+
+
+def case_master_gone(a, nproc=1):
+    name = "master_gone" + ("" if nproc == 1 else f"_{nproc}_ranks")
+    c = Case(a, name, faults=["down-after:6"], env={"DTL_MASTER_RETRY_SECONDS": "3"}, nproc=nproc)
+    try:
+        rc = c.run()
+        expect(rc != 0, f"{name}: status 0, want a failure", c.log)
+        expect("never reached it" in c.output, f"{name}: the error does not list what never reached the master", c.log)
+        dirs = stored_complete(c, name)
+        for uuid in dirs:
+            expect(uuid in c.output, f"{name}: checkpoint {uuid} is on storage but the error does not name it", c.log)
+        if nproc > 1:
+            expect(re.search(r"rank 1|\[1\]", c.output) is not None or "exitcode" in c.output,
+                   f"{name}: no word from rank 1", c.log)
+    finally:
+        c.close()
+
+
+def case_refused_registration(a):
+    c = Case(a, "refused_registration", faults=["400:^POST /api/v1/checkpoints$:1"])
+    try:
+        rc = c.run()
+        expect(rc == 1, f"refused_registration: status {rc}, want 1", c.log)
+        m = re.search(r"refused the registration of checkpoint (\S+) \(batch 12\), which is on storage at (\S+):",
+                      c.output)
+        expect(m is not None, "refused_registration: the error does not name the checkpoint and where it is", c.log)
+        expect(os.path.isfile(os.path.join(m.group(2), "state_dict.pth")),
+               f"refused_registration: {m.group(2)} is not a complete checkpoint")
+    finally:
+        c.close()
+
+
+def case_preempted_mid_run(a):
+    c = Case(a, "preempted_mid_run", extra=["--preempt-after-checkpoint", "12"])
+    try:
+        rc = c.run()
+        expect(rc == 0, f"preempted_mid_run: status {rc}, want 0", c.log)
+        st = c.state()
+        expect(st["acked"], "preempted_mid_run: the preemption was not acknowledged", c.log)
+        registered = {ck["uuid"]: ck["steps_completed"] for ck in st["checkpoints"]}
+        dirs = checkpoint_dirs(c.work)
+        expect(registered == dirs, f"preempted_mid_run: on storage {dirs}, registered {registered}")
+        m = re.search(r"preempted by the Determined master at batch (\d+)", c.output)
+        expect(m is not None, "preempted_mid_run: no line saying where the preemption stopped it", c.log)
+        expect(max(registered.values()) == int(m.group(1)),
+               f"preempted_mid_run: stopped at {m.group(1)}, last registered {max(registered.values())}")
+    finally:
+        c.close()
+
+
+def case_wrong_token(a):
+    c = Case(a, "wrong_token", token="not-the-token")
+    try:
+        rc = c.run()
+        expect(rc == 2, f"wrong_token: status {rc}, want 2", c.log)
+        expect("rejected the allocation token" in c.output, "wrong_token: the error does not name the token", c.log)
+        expect(not checkpoint_dirs(c.work), "wrong_token: something was written to storage")
+    finally:
+        c.close()
+
+
+def case_master_down_at_start(a):
+    c = Case(a, "master_down_at_start", master=False, env={"DTL_MASTER_RETRY_SECONDS": "2"})
+    rc = c.run()
+    expect(rc == 2, f"master_down_at_start: status {rc}, want 2", c.log)
+    expect("did not start the run" in c.output, "master_down_at_start: the error does not say so", c.log)
+    expect(c.seconds < 30, f"master_down_at_start: took {c.seconds:.0f} s with a 2 s budget")
+
+
+def case_invalid_hp(a):
+    hp = dict(cluster_env.hparams(), invalid_hp=True)
+    c = Case(a, "invalid_hp", hp=hp)
+    try:
+        rc = c.run()
+        expect(rc == 0, f"invalid_hp: status {rc}, want 0", c.log)
+        c.state()
+        exits = answered(records(c.record), r"trials/1/early_exit$")
+        expect(len(exits) == 1 and exits[0]["body"] == {"reason": "EXITED_REASON_INVALID_HP"},
+               f"invalid_hp: want one early_exit with reason EXITED_REASON_INVALID_HP, got {exits}")
+    finally:
+        c.close()
+
+
+CASES = {
+    "transient_500s": case_transient_500s,
+    "slow_master": case_slow_master,
+    "timing_out": case_timing_out,
+    "master_gone": case_master_gone,
+    "master_gone_2_ranks": lambda a: case_master_gone(a, nproc=2),
+    "refused_registration": case_refused_registration,
+    "preempted_mid_run": case_preempted_mid_run,
+    "wrong_token": case_wrong_token,
+    "master_down_at_start": case_master_down_at_start,
+    "invalid_hp": case_invalid_hp,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dtl", required=True)
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--work")
+    ap.add_argument("--only", action="append")
+    a = ap.parse_args()
+    a.dtl = os.path.abspath(a.dtl)
+    a.work = os.path.abspath(a.work or os.path.join("/tmp", f"dtl-cluster-faults-{os.getpid()}"))
+    os.makedirs(a.work, exist_ok=True)
+    t0 = time.monotonic()
+    for name in a.only or list(CASES):
+        t = time.monotonic()
+        try:
+            CASES[name](a)
+        except Failure as e:
+            print(f"FAILED {name}: {e}\nwork directory: {a.work}")
+            return 1
+        print(f"{name}: ok ({time.monotonic() - t:.1f} s)")
+    print(f"all {len(a.only or CASES)} fault cases hold ({time.monotonic() - t0:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
