@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """dtl talks to a Determined master exactly like the real Python client: the scenario.
 
-    run_cluster_parity.py --python PY [--dtl BIN] [--work DIR] [--keep] [--repeat N]
+    run_cluster_parity.py --python PY [--dtl BIN] [--work DIR] [--keep] [--repeat N] [--slots N]
 
 PY is a Python with determined 0.38.1 and torch (the repo's .venv); BIN is dtl's twin of the
 oracle trial (tests/oracle_trials), which in cluster mode takes its hparams and seed from DET_*.
@@ -31,6 +31,18 @@ dtl.jsonl. What is compared (compare_traffic.py, where the reasons are spelled o
 Before comparing dtl with Python, the Python scenario runs --repeat times (default 3) and each
 transcript must compare equal to the first under the same rules: that is what makes the rules the
 strongest deterministic ones (were any looser, Python against itself would show it).
+--slots 2 runs every trial, both sides, as 2 processes launched as a cluster launches them:
+`python3 -m determined.launch.torch_distributed --redirects 9:1 --tee 9:1 -- TRIAL...` (through
+fake_launch.py, which only installs the fake container's ClusterInfo first: see there), with
+DET_SLOT_IDS=[0,1], resources.slots_per_trial 2, global_batch_size 8 (4 per rank, 12 batches an
+epoch) and free ports for C10D_PORT and INTER_TRAIN_PROCESS_COMM_PORT_1/_2 per run. Each run's
+launcher must exit 0 (torch.distributed.run fails when any rank does), every rank must have
+trained its 12 batches, and the two sides' per-rank records ($DTL_ORACLE_OUT/rank<R>.jsonl:
+losses per batch, training reports, validations) must be equal. On 2 ranks the Python harness's
+non-chief rank talks to the master too, twice per run (observed, and in Determined's source):
+POST /api/v1/runs/start (core.init calls _run_prepare on every rank; its `distributed` argument
+is unused) and GET /api/v1/trials/{id} (the Trainer's _get_last_validation, dropped by the rules);
+everything else comes from the chief.
 Exit 0 when everything holds; 1 with the first difference otherwise. --fault SPEC (repeatable)
 is handed to every fake master: `--fault delay:metrics:0.7` moves the metrics posts and
 multiplies the polls, and Python must still compare equal to an undisturbed transcript.
@@ -331,19 +343,22 @@ def main():
                      a.python, os.path.join(work, "dtl"), rec, a.fault, a.slots)
             diff = compare_traffic.compare_files(records[0], rec, labels=("python", "dtl"))
             compare_traffic.print_sizes(records[0], rec, labels=("python", "dtl"))
+            # what the trials saw, every rank, both runs: reported either way
+            seen = compare_ranks(os.path.join(work, "python"), os.path.join(work, "dtl"),
+                                 a.slots, ("python", "dtl"))
+            if seen:
+                print("dtl against Python: the trials saw different things:")
+                print(seen)
+            else:
+                print(f"dtl against Python: every rank's losses, training reports and "
+                      f"validations are equal in both runs ({a.slots} rank(s))")
             if diff:
                 print("dtl against Python: the transcripts differ:")
                 print(diff)
                 return 1
             print("dtl against Python: the transcripts compare equal")
-            diff = compare_ranks(os.path.join(work, "python"), os.path.join(work, "dtl"), a.slots,
-                                 ("python", "dtl"))
-            if diff:
-                print("dtl against Python: the trials saw different things:")
-                print(diff)
+            if seen:
                 return 1
-            print(f"dtl against Python: every rank's losses, training reports and validations "
-                  f"are equal in both runs ({a.slots} rank(s))")
         ok = True
         return 0
     except Failure as e:
