@@ -187,10 +187,12 @@ def scenario(label, argv_for, python, work, record, faults=(), slots=1):
             return e
 
         master.control("POST", "/_fake/preempt")
-        rc, dt1 = run_trial(argv_for(work), env_for(1), os.path.join(work, "run1.log"), master)
+        try:
+            rc, dt1 = run_trial(argv_for(work), env_for(1), os.path.join(work, "run1.log"), master)
+        finally:
+            forget_pid_server(1, slots)
         if rc != 0:
             raise Failure(f"{label} run 1 exited {rc} (see {work}/run1.log)")
-        forget_pid_server(1, slots)
         check_ranks(label, work, 1, slots)
         st = master.settle()
         if [c["steps_completed"] for c in st["checkpoints"]] != [PREEMPT_AT] or not st["acked"]:
@@ -199,11 +201,13 @@ def scenario(label, argv_for, python, work, record, faults=(), slots=1):
         first = st["checkpoints"][0]["uuid"]
         master.control("POST", "/_fake/next_run",
                        {"run_id": 2, "allocation_id": cluster_env.allocation_id(2)})
-        rc, dt2 = run_trial(argv_for(work), env_for(2, first, PREEMPT_AT),
-                            os.path.join(work, "run2.log"), master)
+        try:
+            rc, dt2 = run_trial(argv_for(work), env_for(2, first, PREEMPT_AT),
+                                os.path.join(work, "run2.log"), master)
+        finally:
+            forget_pid_server(2, slots)
         if rc != 0:
             raise Failure(f"{label} run 2 exited {rc} (see {work}/run2.log)")
-        forget_pid_server(2, slots)
         check_ranks(label, work, 2, slots)
         st = master.settle()
     finally:
@@ -225,7 +229,7 @@ def scenario(label, argv_for, python, work, record, faults=(), slots=1):
 def forget_pid_server(run_id, slots):
     """determined.launch.torch_distributed's pid_server binds a Unix socket at
     /tmp/pid_server-<allocation id> and never unlinks it (a container's /tmp goes with the
-    container); the test's /tmp stays, so the test removes it after each run."""
+    container); the test's /tmp stays, so the test removes it after each run, failed or not."""
     if slots > 1:
         try:
             os.remove(f"/tmp/pid_server-{cluster_env.allocation_id(run_id)}")
