@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import shlex
+import socket
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -72,7 +73,8 @@ def experiment_config(hp, seed=TRIAL_SEED, slots=1):
         "labels": [],
         "data": {},
         "debug": False,
-        "entrypoint": "python3 det_cluster_trial.py",
+        "entrypoint": ("python3 det_cluster_trial.py" if slots == 1 else
+                       "python3 -m determined.launch.torch_distributed python3 det_cluster_trial.py"),
         "environment": {
             "image": {"cpu": "determinedai/pytorch-ngc:0.38.1", "cuda": "determinedai/pytorch-ngc:0.38.1"},
             "environment_variables": {"cpu": [], "cuda": []},
@@ -121,8 +123,17 @@ def experiment_config(hp, seed=TRIAL_SEED, slots=1):
     }
 
 
+def free_port():
+    """A TCP port nothing listens on now (the kernel's pick), as the master's unique ports are."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def trial_env(port, work, run_id=1, latest_checkpoint=None, steps_completed=0, token=TOKEN,
-              hp=None, seed=TRIAL_SEED):
+              hp=None, seed=TRIAL_SEED, slots=1, unique_ports=None):
+    """unique_ports: {name: port} for the allocation's unique ports (C10D_PORT,
+    INTER_TRAIN_PROCESS_COMM_PORT_1/_2); default C10D_PORT=29400 alone, as before."""
     hp = hparams() if hp is None else hp
     alloc = allocation_id(run_id)
     env = {
@@ -143,7 +154,7 @@ def trial_env(port, work, run_id=1, latest_checkpoint=None, steps_completed=0, t
         "DET_TRIAL_ID": str(TRIAL_ID),
         "DET_TRIAL_RUN_ID": str(run_id),
         "DET_TRIAL_SEED": str(seed),
-        "DET_EXPERIMENT_CONFIG": json.dumps(experiment_config(hp, seed)),
+        "DET_EXPERIMENT_CONFIG": json.dumps(experiment_config(hp, seed, slots)),
         "DET_HPARAMS": json.dumps(hp),
         "DET_STEPS_COMPLETED": str(steps_completed),
         "DET_TASK_TYPE": "TRIAL",
@@ -155,18 +166,31 @@ def trial_env(port, work, run_id=1, latest_checkpoint=None, steps_completed=0, t
         "DET_CLUSTER_ID": CLUSTER_ID,
         "DET_MASTER_ID": CLUSTER_ID,
         "DET_AGENT_ID": "fake-agent-0",
-        "DET_SLOT_IDS": "[0]",
-        # master/internal/task/allocation.go: the allocation's unique ports
-        "C10D_PORT": "29400",
+        "DET_SLOT_IDS": json.dumps(list(range(slots)), separators=(",", ":")),
         # the test's stand-in for the /determined_shared_fs bind mount
         "DTL_SHARED_FS_CONTAINER_PATH": shared_fs_dir(work),
         # and for /run/determined/train/model (the extracted context directory, which Determined's
         # PyTorch trial copies into every checkpoint as code/); read by det_cluster_trial.py only
         "DTL_MODEL_COPY_PATH": os.path.join(work, "model"),
     }
+    # master/internal/task/allocation.go: the allocation's unique ports
+    for name, value in (unique_ports or {"C10D_PORT": 29400}).items():
+        env[name] = str(value)
     if latest_checkpoint:
         env["DET_LATEST_CHECKPOINT"] = latest_checkpoint
     return env
+
+
+def unique_ports():
+    """Free ports for one allocation: torch.distributed.run's store (C10D_PORT, which
+    determined.launch.torch_distributed passes as --master_port) and the chief's ZMQ broadcast
+    server of core.DistributedContext (INTER_TRAIN_PROCESS_COMM_PORT_1/_2, default 12360/12361,
+    which tests on a shared machine must not share)."""
+    names = ("C10D_PORT", "INTER_TRAIN_PROCESS_COMM_PORT_1", "INTER_TRAIN_PROCESS_COMM_PORT_2")
+    ports = {}
+    while len(set(ports.values())) < len(names):
+        ports = {n: free_port() for n in names}
+    return ports
 
 
 def main():
@@ -176,8 +200,10 @@ def main():
     ap.add_argument("--run-id", type=int, default=1)
     ap.add_argument("--latest-checkpoint")
     ap.add_argument("--steps-completed", type=int, default=0)
+    ap.add_argument("--slots", type=int, default=1)
     a = ap.parse_args()
-    env = trial_env(a.port, os.path.abspath(a.work), a.run_id, a.latest_checkpoint, a.steps_completed)
+    env = trial_env(a.port, os.path.abspath(a.work), a.run_id, a.latest_checkpoint, a.steps_completed,
+                    slots=a.slots, unique_ports=unique_ports() if a.slots > 1 else None)
     for k, v in env.items():
         print(f"export {k}={shlex.quote(v)}")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """dtl talks to a Determined master exactly like the real Python client: the scenario.
 
-    run_cluster_parity.py --python PY [--dtl BIN] [--work DIR] [--keep] [--repeat N]
+    run_cluster_parity.py --python PY [--dtl BIN] [--work DIR] [--keep] [--repeat N] [--slots N]
 
 PY is a Python with determined 0.38.1 and torch (the repo's .venv); BIN is dtl's twin of the
 oracle trial (tests/oracle_trials), which in cluster mode takes its hparams and seed from DET_*.
@@ -36,6 +36,18 @@ dtl.jsonl. What is compared (compare_traffic.py, where the reasons are spelled o
 Before comparing dtl with Python, the Python scenario runs --repeat times (default 3) and each
 transcript must compare equal to the first under the same rules: that is what makes the rules the
 strongest deterministic ones (were any looser, Python against itself would show it).
+--slots 2 runs every trial, both sides, as 2 processes launched as a cluster launches them:
+`python3 -m determined.launch.torch_distributed --redirects 9:1 --tee 9:1 -- TRIAL...` (through
+fake_launch.py, which only installs the fake container's ClusterInfo first: see there), with
+DET_SLOT_IDS=[0,1], resources.slots_per_trial 2, global_batch_size 8 (4 per rank, 12 batches an
+epoch) and free ports for C10D_PORT and INTER_TRAIN_PROCESS_COMM_PORT_1/_2 per run. Each run's
+launcher must exit 0 (torch.distributed.run fails when any rank does), every rank must have
+trained its 12 batches, and the two sides' per-rank records ($DTL_ORACLE_OUT/rank<R>.jsonl:
+losses per batch, training reports, validations) must be equal. On 2 ranks the Python harness's
+non-chief rank talks to the master too, twice per run (observed, and in Determined's source):
+POST /api/v1/runs/start (core.init calls _run_prepare on every rank; its `distributed` argument
+is unused) and GET /api/v1/trials/{id} (the Trainer's _get_last_validation, dropped by the rules);
+everything else comes from the chief.
 Exit 0 when everything holds; 1 with the first difference otherwise. --fault SPEC (repeatable)
 is handed to every fake master: `--fault delay:metrics:0.7` moves the metrics posts and
 multiplies the polls, and Python must still compare equal to an undisturbed transcript.
@@ -130,25 +142,35 @@ class Master:
 
 
 def run_trial(argv, env, log, master, timeout=120):
-    """Runs one trial process; on a hang, dumps both sides' stacks (SIGUSR2 to a Python trial,
-    SIGUSR1 to the master: faulthandler) into their logs, kills the trial and fails."""
+    """Runs one trial (a process, or the launcher and everything it starts, in a session of its
+    own); on a hang, dumps both sides' stacks (SIGUSR2 to the trial's process group: a Python
+    trial's faulthandler prints, dtl and the launcher's processes just end; SIGUSR1 to the master)
+    into their logs, kills the group and fails."""
     with open(log, "w") as f:
         t0 = time.monotonic()
         p = subprocess.Popen(argv, env=env, stdout=f, stderr=subprocess.STDOUT,
-                             cwd=env["DET_WORKDIR"])
+                             cwd=env["DET_WORKDIR"], start_new_session=True)
         try:
             rc = p.wait(timeout)
         except subprocess.TimeoutExpired:
-            p.send_signal(signal.SIGUSR2)  # dtl: default action, it just ends
+            os.killpg(p.pid, signal.SIGUSR2)
             master.proc.send_signal(signal.SIGUSR1)
             time.sleep(1)
-            p.kill()
+            os.killpg(p.pid, signal.SIGKILL)
             p.wait()
             raise Failure(f"{argv} hung for {timeout} s (stacks in {log} and master.log)")
+        # the launcher's processes are gone when it returns; anything left of the group is not
+        try:
+            os.killpg(p.pid, 0)
+        except ProcessLookupError:
+            pass
+        else:
+            os.killpg(p.pid, signal.SIGKILL)
+            raise Failure(f"{argv} exited {rc} but left processes behind (killed; see {log})")
     return rc, time.monotonic() - t0
 
 
-def scenario(label, argv_for, python, work, record, faults=()):
+def scenario(label, argv_for, python, work, record, faults=(), slots=1):
     """Runs the two-run scenario; returns (seconds, final master state)."""
     if os.path.exists(work):
         shutil.rmtree(work)
@@ -160,14 +182,23 @@ def scenario(label, argv_for, python, work, record, faults=()):
 
         def env_for(run_id, latest=None, steps=0):
             e = dict(base)
-            e.update(cluster_env.trial_env(master.port, work, run_id, latest, steps))
+            e.update(cluster_env.trial_env(
+                master.port, work, run_id, latest, steps, slots=slots,
+                unique_ports=cluster_env.unique_ports() if slots > 1 else None))
             e["DTL_ORACLE_OUT"] = os.path.join(work, f"out-run{run_id}")
+            if slots > 1:
+                # the launcher runs `python3 -m ...` (pid_server, torch.distributed.run): this one
+                e["PATH"] = os.path.dirname(python) + os.pathsep + e.get("PATH", "")
             return e
 
         master.control("POST", "/_fake/preempt")
-        rc, dt1 = run_trial(argv_for(work), env_for(1), os.path.join(work, "run1.log"), master)
+        try:
+            rc, dt1 = run_trial(argv_for(work), env_for(1), os.path.join(work, "run1.log"), master)
+        finally:
+            forget_pid_server(1, slots)
         if rc != 0:
             raise Failure(f"{label} run 1 exited {rc} (see {work}/run1.log)")
+        check_ranks(label, work, 1, slots)
         st = master.settle()
         if [c["steps_completed"] for c in st["checkpoints"]] != [PREEMPT_AT] or not st["acked"]:
             raise Failure(f"{label} run 1: want one checkpoint at {PREEMPT_AT} and an ack, master "
@@ -175,10 +206,14 @@ def scenario(label, argv_for, python, work, record, faults=()):
         first = st["checkpoints"][0]["uuid"]
         master.control("POST", "/_fake/next_run",
                        {"run_id": 2, "allocation_id": cluster_env.allocation_id(2)})
-        rc, dt2 = run_trial(argv_for(work), env_for(2, first, PREEMPT_AT),
-                            os.path.join(work, "run2.log"), master)
+        try:
+            rc, dt2 = run_trial(argv_for(work), env_for(2, first, PREEMPT_AT),
+                                os.path.join(work, "run2.log"), master)
+        finally:
+            forget_pid_server(2, slots)
         if rc != 0:
             raise Failure(f"{label} run 2 exited {rc} (see {work}/run2.log)")
+        check_ranks(label, work, 2, slots)
         st = master.settle()
     finally:
         master.stop()
@@ -194,6 +229,56 @@ def scenario(label, argv_for, python, work, record, faults=()):
     check_files(label, work, record)
     print(f"{label}: scenario ok in {took:.1f} s (run 1 {dt1:.1f} s, run 2 {dt2:.1f} s)")
     return took, st
+
+
+def forget_pid_server(run_id, slots):
+    """determined.launch.torch_distributed's pid_server binds a Unix socket at
+    /tmp/pid_server-<allocation id> and never unlinks it (a container's /tmp goes with the
+    container); the test's /tmp stays, so the test removes it after each run, failed or not."""
+    if slots > 1:
+        try:
+            os.remove(f"/tmp/pid_server-{cluster_env.allocation_id(run_id)}")
+        except FileNotFoundError:
+            pass
+
+
+def rank_records(work, run_id, rank):
+    """What the oracle trial logged on one rank in one run (tests/oracle/det_trials.py's kinds),
+    less the checkpoint directories (paths)."""
+    path = os.path.join(work, f"out-run{run_id}", f"rank{rank}.jsonl")
+    with open(path) as f:
+        return [r for r in (json.loads(line) for line in f if line.strip())
+                if r["kind"] != "checkpoint"]
+
+
+def check_ranks(label, work, run_id, slots):
+    """Every rank trained its share of the run: PREEMPT_AT batches, from where run 1 stopped in
+    run 2 (the launcher's exit status 0 already says that every rank exited 0: torch.distributed.run
+    fails when any worker does, and pid_server with it)."""
+    for rank in range(slots):
+        try:
+            recs = rank_records(work, run_id, rank)
+        except FileNotFoundError:
+            raise Failure(f"{label} run {run_id}: rank {rank} logged nothing")
+        batches = [r for r in recs if r["kind"] == "batch"]
+        if len(batches) != PREEMPT_AT:
+            raise Failure(f"{label} run {run_id}: rank {rank} trained {len(batches)} batches, "
+                          f"want {PREEMPT_AT}")
+
+
+def compare_ranks(work_a, work_b, slots, labels):
+    """The two sides' trials saw the same things on every rank in both runs: losses per batch,
+    training reports, validations, compared exactly (JSON as logged). None when equal."""
+    for run_id in (1, 2):
+        for rank in range(slots):
+            a, b = rank_records(work_a, run_id, rank), rank_records(work_b, run_id, rank)
+            for i, (x, y) in enumerate(zip(a, b)):
+                if x != y:
+                    return (f"run {run_id} rank {rank} record {i}:\n  {labels[0]}: {x}\n"
+                            f"  {labels[1]}: {y}")
+            if len(a) != len(b):
+                return f"run {run_id} rank {rank}: {len(a)} records ({labels[0]}) vs {len(b)}"
+    return None
 
 
 def check_files(label, work, record):
@@ -223,6 +308,9 @@ def main():
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--repeat", type=int, default=3,
                     help="Python scenarios for the stability check (>= 1)")
+    ap.add_argument("--slots", type=int, default=1,
+                    help="processes per trial; > 1 runs each trial under "
+                         "determined.launch.torch_distributed (fake_launch.py)")
     ap.add_argument("--fault", action="append", default=[],
                     help="passed to every fake master (e.g. delay:metrics:0.7, to shake the "
                          "timing: the comparison must still hold)")
@@ -230,14 +318,23 @@ def main():
     work = os.path.abspath(a.work) if a.work else tempfile.mkdtemp(prefix="dtl-cluster-parity-")
     os.makedirs(work, exist_ok=True)
     py_trial = os.path.join(HERE, "det_cluster_trial.py")
+
+    def launched(argv):
+        if a.slots == 1:
+            return argv
+        # python3 -m determined.launch.torch_distributed --redirects 9:1 --tee 9:1 -- ARGV
+        # (the overrides go to torch.distributed.run: Debian's torchrun on Python 3.11 needs them)
+        return [a.python, os.path.join(HERE, "fake_launch.py"), "--redirects", "9:1", "--tee",
+                "9:1", "--"] + argv
+
     ok = False
     try:
         records = []
         for i in range(max(1, a.repeat)):
             name = "python" if i == 0 else f"python-{i + 1}"
             rec = os.path.join(work, f"{name}.jsonl")
-            scenario(name, lambda w: [a.python, py_trial], a.python, os.path.join(work, name), rec,
-                     a.fault)
+            scenario(name, lambda w: launched([a.python, py_trial]), a.python,
+                     os.path.join(work, name), rec, a.fault, a.slots)
             records.append(rec)
         for rec in records[1:]:
             diff = compare_traffic.compare_files(records[0], rec)
@@ -251,15 +348,26 @@ def main():
         if a.dtl:
             rec = os.path.join(work, "dtl.jsonl")
             dtl = os.path.abspath(a.dtl)
-            scenario("dtl", lambda w: [dtl, "--run-dir", os.path.join(w, "dtl-run")], a.python,
-                     os.path.join(work, "dtl"), rec, a.fault)
+            scenario("dtl", lambda w: launched([dtl, "--run-dir", os.path.join(w, "dtl-run")]),
+                     a.python, os.path.join(work, "dtl"), rec, a.fault, a.slots)
             diff = compare_traffic.compare_files(records[0], rec, labels=("python", "dtl"))
             compare_traffic.print_sizes(records[0], rec, labels=("python", "dtl"))
+            # what the trials saw, every rank, both runs: reported either way
+            seen = compare_ranks(os.path.join(work, "python"), os.path.join(work, "dtl"),
+                                 a.slots, ("python", "dtl"))
+            if seen:
+                print("dtl against Python: the trials saw different things:")
+                print(seen)
+            else:
+                print(f"dtl against Python: every rank's losses, training reports and "
+                      f"validations are equal in both runs ({a.slots} rank(s))")
             if diff:
                 print("dtl against Python: the transcripts differ:")
                 print(diff)
                 return 1
             print("dtl against Python: the transcripts compare equal")
+            if seen:
+                return 1
         ok = True
         return 0
     except Failure as e:
