@@ -154,7 +154,11 @@ if [ -z "$only" ] || [ "$only" = torch2 ]; then
     # A dtl trial as a Determined cluster trial, against a loopback fake master that records and
     # enforces: the same requests as the real det.pytorch.Trainer in cluster mode, call by call
     # (train, validate, preempted, resumed from DET_LATEST_CHECKPOINT, finished); then faults.
-    check torch2:cluster_parity .venv/bin/python3 tests/cluster/run_cluster_parity.py --python "$PWD/.venv/bin/python3" --dtl "$PWD/build-torch2/tests/oracle_trials" --work "$run/cluster-parity" --repeat 2
+    # On 2 slots both sides are launched through Determined's own determined.launch.torch_distributed.
+    for slots in 1 2; do
+      check torch2:cluster_parity_$slots .venv/bin/python3 tests/cluster/run_cluster_parity.py --python "$PWD/.venv/bin/python3" --dtl "$PWD/build-torch2/tests/oracle_trials" --work "$run/cluster-parity-$slots" --repeat 2 --slots $slots
+    done
+    check torch2:cluster_faults .venv/bin/python3 tests/cluster/run_cluster_faults.py --python "$PWD/.venv/bin/python3" --dtl "$PWD/build-torch2/tests/oracle_trials" --work "$run/cluster-faults"
     mark "cluster parity: LibTorch 2.x"
     # dtl from someone else's project: pkg-config, CMake, meson-wrap and Conan consumers build and run a
     # trial (its header-only pkg-config and CMake builds are the docs check's, next).

@@ -40,6 +40,10 @@ parsed (numbers compare as numbers: 12 == 12.0, float values bit for bit; the st
     (Python's torch.__version__ "2.15.0+cu132" is the wheel's name for LibTorch "2.15.0");
     dtl's validation_metric (what its retention ranks by) is allowed on one side only; format,
     steps_completed and the rest compare exactly;
+  - POST /api/v1/runs/start repeated with the same body right after the first: collapsed to one.
+    Determined's core.init() prepares the run on every rank (_run_prepare ignores its distributed
+    argument), so on 2 slots Python's non-chief sends a second, identical runs/start; dtl's
+    non-chief ranks make no call at all (only the chief talks to the master);
   - GET /api/v1/trials/{id}: dropped. The Python Trainer asks it at the start for the step of
     the trial's latest validation (_get_last_validation, to skip validating that step again after
     a restart, a shortcut its own comment calls unstable: the master archives that validation
@@ -63,6 +67,7 @@ METRICS = re.compile(r"^/api/v1/trials/[^/]+/metrics$")
 POLL = re.compile(r"^/api/v1/allocations/[^/]+/signals/preemption$")
 ACK = re.compile(r"^/api/v1/allocations/[^/]+/signals/ack_preemption$")
 CHECKPOINTS = "/api/v1/checkpoints"
+RUNS_START = "/api/v1/runs/start"
 
 
 def load(path):
@@ -122,6 +127,9 @@ class Side:
                                                     "acks": []})
             if c["method"] == "GET" and NOT_COMPARED.match(c["path"]):
                 continue
+            if (c["method"] == "POST" and c["path"] == RUNS_START and r["calls"]
+                    and r["calls"][-1][0]["path"] == RUNS_START and r["calls"][-1][0]["body"] == c["body"]):
+                continue  # another rank's copy of the chief's runs/start (Python's core.init)
             if c["method"] == "GET" and POLL.match(c["path"]):
                 r["polls"].append(c)
                 continue
