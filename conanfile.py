@@ -100,6 +100,8 @@ class DtlConan(ConanFile):
             else:
                 raw.append(f)
         raw += ["-lyaml-cpp", "-lz"]  # the .pc's Requires (nlohmann_json is header-only)
+        if "libcurl" in fields.get("Requires", ""):  # built with the Determined cluster client
+            raw.append("-lcurl")
         info.exelinkflags = raw
         info.sharedlinkflags = raw
 

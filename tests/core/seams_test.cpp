@@ -133,3 +133,99 @@ TEST_CASE("seams: a StopSource stops the run at a boundary, after a checkpoint, 
   CHECK(std::filesystem::exists(test::latest_checkpoint(ctx.run_dir()) / "metadata.json"));
   std::filesystem::remove_all(ctx.run_dir());
 }
+
+namespace {
+
+/// A store in a directory other runs share (a Determined experiment's checkpoint storage), that
+/// knows the experiment's best validation (its master does).
+struct SharedStore : ListingStore {
+  std::optional<double> experiment_best;  // none: the experiment has no validation yet
+  int asked = 0;
+  using ListingStore::ListingStore;
+  bool owns_directory() const override { return false; }
+  std::optional<std::optional<double>> experiment_best_validation() override {
+    ++asked;
+    return experiment_best;
+  }
+};
+
+/// Phases and flushes, in order.
+struct PhaseSink : dtl::MetricsSink {
+  std::vector<std::string> events;
+  void report(const dtl::MetricsRecord& r) override {
+    events.push_back(r.type == dtl::MetricsRecord::Type::training
+                         ? "report training " + std::to_string(r.steps_completed) + (r.progress_due ? " progress" : "")
+                         : "report validation " + std::to_string(r.steps_completed));
+  }
+  void phase_started(dtl::RunPhase p) override {
+    events.push_back(p == dtl::RunPhase::training     ? "training"
+                     : p == dtl::RunPhase::validating ? "validating"
+                                                      : "checkpointing");
+  }
+  void flush() override { events.push_back("flush"); }
+};
+
+}  // namespace
+
+TEST_CASE("seams: a store in shared storage gets no `latest`, no retention and no cleanup of others' files") {
+  const auto run = test::temp_run_dir("seam-shared");
+  const auto shared = run / "shared";
+  // Another trial's checkpoint and an in-flight write of another trial, in the same storage.
+  std::filesystem::create_directories(shared / "other-trial-ckpt");
+  std::ofstream(shared / "other-trial-ckpt" / "metadata.json") << R"({"steps_completed": 3, "format": "pickle"})";
+  std::filesystem::create_directories(shared / ".tmp-another-trials-write");
+  Record rec;
+  auto opts = test::init_options("seam-shared");
+  opts.run_dir = run;
+  auto ctx = dtl::init(opts);
+  LinearTrial trial(ctx, rec, {});
+  dtl::Trainer trainer(trial, ctx);
+  auto store = std::make_shared<SharedStore>(shared);
+  trainer.set_checkpoint_store(store);
+  trainer.fit({.max_length = dtl::Batch{15}, .checkpoint_period = dtl::Batch{5}, .quiet = true, .save_trial_latest = 1});
+  REQUIRE(store->registered.size() == 3);
+  for (const auto& c : store->registered) CHECK(std::filesystem::exists(c.dir / "state_dict.pth"));  // none collected
+  CHECK_FALSE(std::filesystem::exists(shared / "latest"));
+  CHECK(std::filesystem::exists(shared / "other-trial-ckpt" / "metadata.json"));
+  CHECK(std::filesystem::exists(shared / ".tmp-another-trials-write"));
+  std::filesystem::remove_all(run);
+}
+
+TEST_CASE("seams: checkpoint policy best compares with the experiment's best where the store knows it") {
+  for (const bool beaten : {false, true}) {
+    CAPTURE(beaten);
+    Record rec;
+    auto ctx = dtl::init(test::init_options("seam-best"));
+    LinearTrial trial(ctx, rec, {});
+    dtl::Trainer trainer(trial, ctx);
+    auto store = std::make_shared<SharedStore>(ctx.run_dir() / "shared");
+    // Another trial of the experiment validated at a loss nothing here reaches, or at one
+    // everything here beats.
+    store->experiment_best = beaten ? 1e30 : -1e30;
+    trainer.set_checkpoint_store(store);
+    trainer.fit({.max_length = dtl::Batch{10}, .validation_period = dtl::Batch{5},
+                 .checkpoint_policy = dtl::CheckpointPolicy::best, .quiet = true});
+    CHECK(store->asked == 2);  // before each validation's report
+    std::vector<std::int64_t> steps;
+    for (const auto& c : store->registered) steps.push_back(c.steps_completed);
+    // Beaten: both validations checkpoint; never best: only the final checkpoint at the end.
+    CHECK(steps == (beaten ? std::vector<std::int64_t>{5, 10} : std::vector<std::int64_t>{10}));
+    std::filesystem::remove_all(ctx.run_dir());
+  }
+}
+
+TEST_CASE("seams: a MetricsSink hears each phase start, progress where Determined reports it, and a final flush") {
+  Record rec;
+  auto ctx = dtl::init(test::init_options("seam-phase"));
+  LinearTrial trial(ctx, rec, {});
+  dtl::Trainer trainer(trial, ctx);
+  auto sink = std::make_shared<PhaseSink>();
+  trainer.add_metrics_sink(sink);
+  trainer.fit({.max_length = dtl::Batch{8}, .validation_period = dtl::Batch{4}, .checkpoint_period = dtl::Batch{4},
+               .quiet = true, .checkpoint_in_background = false});
+  const std::vector<std::string> want = {
+      "training",   "report training 4",  "validating", "report validation 4", "checkpointing",
+      "training",   "report training 8 progress", "validating", "report validation 8", "checkpointing", "flush"};
+  CHECK(sink->events == want);
+  std::filesystem::remove_all(ctx.run_dir());
+}
