@@ -120,6 +120,12 @@ class Case:
         if self.master:
             self.master.stop()
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.close()
+
 
 def free_port():
     with socket.socket() as s:
@@ -132,8 +138,7 @@ def answered(recs, pattern, status=200):
 
 
 def case_transient_500s(a):
-    c = Case(a, "transient_500s", faults=["500:^POST /api/v1/(trials/1/metrics|checkpoints)$:4"])
-    try:
+    with Case(a, "transient_500s", faults=["500:^POST /api/v1/(trials/1/metrics|checkpoints)$:4"]) as c:
         rc = c.run()
         expect(rc == 0, f"transient_500s: status {rc}, want 0", c.log)
         expect("did not take" in c.output and "answers again" in c.output,
@@ -146,20 +151,15 @@ def case_transient_500s(a):
         expect([ck["steps_completed"] for ck in st["checkpoints"]] == [12, 24],
                f"transient_500s: registered {st['checkpoints']}, want steps 12 and 24")
         expect(not st["rejected"], f"transient_500s: rejected {st['rejected']}")
-    finally:
-        c.close()
 
 
 def case_slow_master(a):
-    c = Case(a, "slow_master", faults=["delay:^POST /api/v1/trials/1/metrics$:1.5"])
-    try:
+    with Case(a, "slow_master", faults=["delay:^POST /api/v1/trials/1/metrics$:1.5"]) as c:
         rc = c.run()
         expect(rc == 0, f"slow_master: status {rc}, want 0", c.log)
         st = c.state()
         expect(len(answered(records(c.record), r"trials/1/metrics")) == 4, "slow_master: want 4 metrics reports")
         expect([ck["steps_completed"] for ck in st["checkpoints"]] == [12, 24], f"slow_master: {st['checkpoints']}")
-    finally:
-        c.close()
 
 
 def stored_complete(c, what):
@@ -173,22 +173,18 @@ def stored_complete(c, what):
 
 
 def case_timing_out(a):
-    c = Case(a, "timing_out", faults=["delay:^POST /api/v1/trials/1/metrics$:4"],
-             env={"DTL_MASTER_RETRY_SECONDS": "2"})
-    try:
+    with Case(a, "timing_out", faults=["delay:^POST /api/v1/trials/1/metrics$:4"],
+             env={"DTL_MASTER_RETRY_SECONDS": "2"}) as c:
         rc = c.run()
         expect(rc == 1, f"timing_out: status {rc}, want 1", c.log)
         expect("has not answered for 2 s" in c.output and "never reached it" in c.output,
                "timing_out: the error does not say the master stopped answering and what never reached it", c.log)
         stored_complete(c, "timing_out")
-    finally:
-        c.close()
 
 
 def case_master_gone(a, nproc=1):
     name = "master_gone" + ("" if nproc == 1 else f"_{nproc}_ranks")
-    c = Case(a, name, faults=["down-after:6"], env={"DTL_MASTER_RETRY_SECONDS": "3"}, nproc=nproc)
-    try:
+    with Case(a, name, faults=["down-after:6"], env={"DTL_MASTER_RETRY_SECONDS": "3"}, nproc=nproc) as c:
         rc = c.run()
         expect(rc != 0, f"{name}: status 0, want a failure", c.log)
         expect("never reached it" in c.output, f"{name}: the error does not list what never reached the master", c.log)
@@ -198,13 +194,10 @@ def case_master_gone(a, nproc=1):
         if nproc > 1:
             expect(re.search(r"rank 1|\[1\]", c.output) is not None or "exitcode" in c.output,
                    f"{name}: no word from rank 1", c.log)
-    finally:
-        c.close()
 
 
 def case_refused_registration(a):
-    c = Case(a, "refused_registration", faults=["400:^POST /api/v1/checkpoints$:1"])
-    try:
+    with Case(a, "refused_registration", faults=["400:^POST /api/v1/checkpoints$:1"]) as c:
         rc = c.run()
         expect(rc == 1, f"refused_registration: status {rc}, want 1", c.log)
         m = re.search(r"refused the registration of checkpoint (\S+) \(batch 12\), which is on storage at (\S+):",
@@ -212,13 +205,10 @@ def case_refused_registration(a):
         expect(m is not None, "refused_registration: the error does not name the checkpoint and where it is", c.log)
         expect(os.path.isfile(os.path.join(m.group(2), "state_dict.pth")),
                f"refused_registration: {m.group(2)} is not a complete checkpoint")
-    finally:
-        c.close()
 
 
 def case_preempted_mid_run(a):
-    c = Case(a, "preempted_mid_run", extra=["--preempt-after-checkpoint", "12"])
-    try:
+    with Case(a, "preempted_mid_run", extra=["--preempt-after-checkpoint", "12"]) as c:
         rc = c.run()
         expect(rc == 0, f"preempted_mid_run: status {rc}, want 0", c.log)
         st = c.state()
@@ -230,41 +220,33 @@ def case_preempted_mid_run(a):
         expect(m is not None, "preempted_mid_run: no line saying where the preemption stopped it", c.log)
         expect(max(registered.values()) == int(m.group(1)),
                f"preempted_mid_run: stopped at {m.group(1)}, last registered {max(registered.values())}")
-    finally:
-        c.close()
 
 
 def case_wrong_token(a):
-    c = Case(a, "wrong_token", token="not-the-token")
-    try:
+    with Case(a, "wrong_token", token="not-the-token") as c:
         rc = c.run()
         expect(rc == 2, f"wrong_token: status {rc}, want 2", c.log)
         expect("rejected the allocation token" in c.output, "wrong_token: the error does not name the token", c.log)
         expect(not checkpoint_dirs(c.work), "wrong_token: something was written to storage")
-    finally:
-        c.close()
 
 
 def case_master_down_at_start(a):
-    c = Case(a, "master_down_at_start", master=False, env={"DTL_MASTER_RETRY_SECONDS": "2"})
-    rc = c.run()
-    expect(rc == 2, f"master_down_at_start: status {rc}, want 2", c.log)
-    expect("did not start the run" in c.output, "master_down_at_start: the error does not say so", c.log)
-    expect(c.seconds < 30, f"master_down_at_start: took {c.seconds:.0f} s with a 2 s budget")
+    with Case(a, "master_down_at_start", master=False, env={"DTL_MASTER_RETRY_SECONDS": "2"}) as c:
+        rc = c.run()
+        expect(rc == 2, f"master_down_at_start: status {rc}, want 2", c.log)
+        expect("did not start the run" in c.output, "master_down_at_start: the error does not say so", c.log)
+        expect(c.seconds < 30, f"master_down_at_start: took {c.seconds:.0f} s with a 2 s budget")
 
 
 def case_invalid_hp(a):
     hp = dict(cluster_env.hparams(), invalid_hp=True)
-    c = Case(a, "invalid_hp", hp=hp)
-    try:
+    with Case(a, "invalid_hp", hp=hp) as c:
         rc = c.run()
         expect(rc == 0, f"invalid_hp: status {rc}, want 0", c.log)
         c.state()
         exits = answered(records(c.record), r"trials/1/early_exit$")
         expect(len(exits) == 1 and exits[0]["body"] == {"reason": "EXITED_REASON_INVALID_HP"},
                f"invalid_hp: want one early_exit with reason EXITED_REASON_INVALID_HP, got {exits}")
-    finally:
-        c.close()
 
 
 CASES = {

@@ -191,14 +191,19 @@ def scenario(label, argv_for, python, work, record, faults=(), slots=1):
                 e["PATH"] = os.path.dirname(python) + os.pathsep + e.get("PATH", "")
             return e
 
-        master.control("POST", "/_fake/preempt")
-        try:
-            rc, dt1 = run_trial(argv_for(work), env_for(1), os.path.join(work, "run1.log"), master)
-        finally:
-            forget_pid_server(1, slots)
-        if rc != 0:
-            raise Failure(f"{label} run 1 exited {rc} (see {work}/run1.log)")
-        check_ranks(label, work, 1, slots)
+        def run(run_id, latest=None, steps=0):
+            try:
+                rc, dt = run_trial(argv_for(work), env_for(run_id, latest, steps),
+                                   os.path.join(work, f"run{run_id}.log"), master)
+            finally:
+                forget_pid_server(run_id, slots)
+            if rc != 0:
+                raise Failure(f"{label} run {run_id} exited {rc} (see {work}/run{run_id}.log)")
+            check_ranks(label, work, run_id, slots)
+            return dt
+
+        master.control("POST", "/_fake/preempt")  # before run 1 starts: see the docstring
+        dt1 = run(1)
         st = master.settle()
         if [c["steps_completed"] for c in st["checkpoints"]] != [PREEMPT_AT] or not st["acked"]:
             raise Failure(f"{label} run 1: want one checkpoint at {PREEMPT_AT} and an ack, master "
@@ -206,14 +211,7 @@ def scenario(label, argv_for, python, work, record, faults=(), slots=1):
         first = st["checkpoints"][0]["uuid"]
         master.control("POST", "/_fake/next_run",
                        {"run_id": 2, "allocation_id": cluster_env.allocation_id(2)})
-        try:
-            rc, dt2 = run_trial(argv_for(work), env_for(2, first, PREEMPT_AT),
-                                os.path.join(work, "run2.log"), master)
-        finally:
-            forget_pid_server(2, slots)
-        if rc != 0:
-            raise Failure(f"{label} run 2 exited {rc} (see {work}/run2.log)")
-        check_ranks(label, work, 2, slots)
+        dt2 = run(2, first, PREEMPT_AT)
         st = master.settle()
     finally:
         master.stop()
