@@ -496,12 +496,19 @@ def parse_args(argv):
     ap.add_argument("--preempt-after-checkpoint", type=int)
     ap.add_argument("--max-poll-seconds", type=float, default=2.0)
     ap.add_argument("--fault", action="append", default=[])
+    ap.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM) ...")
+    ap.add_argument("--tls-key", help="... and this key (PEM)")
     ap.add_argument("--self-test", action="store_true")
     return ap.parse_args(argv)
 
 
 def serve(args):
     master = FakeMaster(args)
+    if args.tls_cert:  # a master with TLS (DET_MASTER https://, DET_MASTER_CERT_FILE/NAME)
+        import ssl
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(args.tls_cert, args.tls_key)
+        master.socket = tls.wrap_socket(master.socket, server_side=True)
     stop = threading.Event()
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # stacks to stderr, for hang reports
 

@@ -26,6 +26,11 @@ with faults, one case at a time. Each case states what must hold:
                      fails (status 2) before anything is written.
   invalid_hp         the trial throws dtl::InvalidHP: the master hears an early exit
                      (EXITED_REASON_INVALID_HP) and the program exits 0.
+  tls_verified       the master serves HTTPS with a certificate for another name than its address:
+                     DET_MASTER_CERT_FILE and DET_MASTER_CERT_NAME make it verify; the run finishes.
+  tls_noverify       DET_MASTER_CERT_FILE=noverify: the run finishes.
+  tls_wrong_name     the certificate without DET_MASTER_CERT_NAME: dtl::init fails at once (no
+                     retries), pointing at the certificate variables.
 
     run_cluster_faults.py --dtl BIN [--python PY] [--work DIR] [--only CASE]
 Exit 0 when every case holds; 1 with the first that does not.
@@ -80,17 +85,23 @@ def checkpoint_dirs(work):
 
 
 class Case:
-    def __init__(self, args, name, faults=(), extra=(), env=None, token=None, hp=None, nproc=1, master=True):
+    def __init__(self, args, name, faults=(), extra=(), env=None, token=None, hp=None, nproc=1, master=True,
+                 tls=False):
         self.args, self.name = args, name
         self.work = os.path.join(args.work, name)
         shutil.rmtree(self.work, ignore_errors=True)
         os.makedirs(self.work)
         self.record = os.path.join(self.work, "record.jsonl")
+        if tls:
+            extra = list(extra) + ["--tls-cert", args.cert, "--tls-key", args.key]
         self.master = Master(args.python, self.work, self.record, faults, extra) if master else None
         port = self.master.port if master else free_port()
         e = {k: v for k, v in os.environ.items() if not k.startswith(("DET_", "DTL_"))}
         e.update(cluster_env.trial_env(port, self.work, token=token or cluster_env.TOKEN,
                                        hp=hp if hp is not None else cluster_env.hparams()))
+        if tls:
+            e["DET_MASTER"] = f"https://127.0.0.1:{port}"
+            e["DET_USE_TLS"] = "true"
         e["DTL_ORACLE_OUT"] = os.path.join(self.work, "out")
         e.update(env or {})
         self.env, self.nproc = e, nproc
@@ -249,6 +260,33 @@ def case_invalid_hp(a):
                f"invalid_hp: want one early_exit with reason EXITED_REASON_INVALID_HP, got {exits}")
 
 
+TLS_NAME = "fake-master.test"  # what the fake master's certificate is issued to (not 127.0.0.1)
+
+
+def make_certificate(a):
+    """A self-signed certificate for TLS_NAME, made once per run of this script."""
+    d = os.path.join(a.work, "tls")
+    os.makedirs(d, exist_ok=True)
+    a.cert, a.key = os.path.join(d, "master.crt"), os.path.join(d, "master.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", a.key, "-out", a.cert,
+                    "-days", "2", "-subj", f"/CN={TLS_NAME}", "-addext", f"subjectAltName=DNS:{TLS_NAME}"],
+                   check=True, capture_output=True)
+
+
+def case_tls(a, name, env, ok):
+    with Case(a, name, tls=True, env=env) as c:
+        rc = c.run()
+        if ok:
+            expect(rc == 0, f"{name}: status {rc}, want 0", c.log)
+            st = c.state()
+            expect([ck["steps_completed"] for ck in st["checkpoints"]] == [12, 24],
+                   f"{name}: registered {st['checkpoints']}")
+        else:
+            expect(rc == 2, f"{name}: status {rc}, want 2", c.log)
+            expect("TLS certificate" in c.output, f"{name}: the error does not point at the certificate", c.log)
+            expect(c.seconds < 30, f"{name}: took {c.seconds:.0f} s: a certificate that fails is not retried")
+
+
 CASES = {
     "transient_500s": case_transient_500s,
     "slow_master": case_slow_master,
@@ -260,6 +298,12 @@ CASES = {
     "wrong_token": case_wrong_token,
     "master_down_at_start": case_master_down_at_start,
     "invalid_hp": case_invalid_hp,
+    # TLS: the master's certificate checked against DET_MASTER_CERT_NAME while connecting to the
+    # address in DET_MASTER; noverify; and a name that does not match, which fails at once.
+    "tls_verified": lambda a: case_tls(a, "tls_verified", {"DET_MASTER_CERT_FILE": a.cert,
+                                                           "DET_MASTER_CERT_NAME": TLS_NAME}, True),
+    "tls_noverify": lambda a: case_tls(a, "tls_noverify", {"DET_MASTER_CERT_FILE": "noverify"}, True),
+    "tls_wrong_name": lambda a: case_tls(a, "tls_wrong_name", {"DET_MASTER_CERT_FILE": a.cert}, False),
 }
 
 
@@ -273,6 +317,7 @@ def main():
     a.dtl = os.path.abspath(a.dtl)
     a.work = os.path.abspath(a.work or os.path.join("/tmp", f"dtl-cluster-faults-{os.getpid()}"))
     os.makedirs(a.work, exist_ok=True)
+    make_certificate(a)
     t0 = time.monotonic()
     for name in a.only or list(CASES):
         t = time.monotonic()

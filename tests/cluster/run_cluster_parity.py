@@ -57,6 +57,7 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -91,6 +92,7 @@ class Failure(Exception):
 class Master:
     def __init__(self, python, work, record, faults=(), extra=()):
         self.port_file = os.path.join(work, "master.port")
+        self.tls = "--tls-cert" in extra  # the control routes over HTTPS too
         self.record = record
         if os.path.exists(record):
             os.remove(record)
@@ -114,8 +116,9 @@ class Master:
 
     def control(self, method, path, body=None):
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method)
-        with urllib.request.urlopen(req, timeout=10) as r:
+        scheme, tls = ("https", ssl._create_unverified_context()) if self.tls else ("http", None)
+        req = urllib.request.Request(f"{scheme}://127.0.0.1:{self.port}{path}", data=data, method=method)
+        with urllib.request.urlopen(req, timeout=10, context=tls) as r:
             return json.loads(r.read())
 
     def state(self):

@@ -116,6 +116,11 @@ DTL_INLINE HttpResponse HttpClient::request(std::string_view method, const std::
   if (connect_to) curl_slist_free_all(connect_to);
   if (rc != CURLE_OK) {
     r.error = std::string(method) + " " + url + ": " + (errbuf[0] ? errbuf : curl_easy_strerror(rc));
+    if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_SSL_CERTPROBLEM) {
+      r.permanent = true;
+      r.error += " (the master's TLS certificate: DET_MASTER_CERT_FILE names the certificate to trust, or "
+                 "noverify; DET_MASTER_CERT_NAME the name it is issued to)";
+    }
     return r;
   }
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);

@@ -26,9 +26,13 @@ struct HttpResponse {
   long status = 0;    ///< the HTTP status; 0 when no answer came
   std::string body;
   std::string error;  ///< why no answer came (refused, timed out, TLS), empty otherwise
+  bool permanent = false;  ///< an error no retry mends: the master's certificate failed verification
   [[nodiscard]] bool ok() const noexcept { return error.empty() && status >= 200 && status < 300; }
-  /// Worth sending again: no answer, or the master busy or restarting (5xx, 429).
-  [[nodiscard]] bool transient() const noexcept { return !error.empty() || status >= 500 || status == 429; }
+  /// Worth sending again: no answer (but a certificate that does not verify), or the master busy
+  /// or restarting (5xx, 429).
+  [[nodiscard]] bool transient() const noexcept {
+    return (!error.empty() && !permanent) || status >= 500 || status == 429;
+  }
   [[nodiscard]] std::string describe() const {
     if (!error.empty()) return error;
     return "HTTP " + std::to_string(status) + (body.empty() ? "" : ": " + body.substr(0, 300));
