@@ -26,6 +26,9 @@ with faults, one case at a time. Each case states what must hold:
                      fails (status 2) before anything is written.
   invalid_hp         the trial throws dtl::InvalidHP: the master hears an early exit
                      (EXITED_REASON_INVALID_HP) and the program exits 0.
+  flagship_example   examples/fashion_mnist with examples/determined/fashion_mnist.yaml as the
+                     master hands it over (and a sample of its hyperparameters), for 40 batches:
+                     its validation reported, its checkpoint under the config's storage_path.
   tls_verified       the master serves HTTPS with a certificate for another name than its address:
                      DET_MASTER_CERT_FILE and DET_MASTER_CERT_NAME make it verify; the run finishes.
   tls_noverify       DET_MASTER_CERT_FILE=noverify: the run finishes.
@@ -107,8 +110,8 @@ class Case:
         self.env, self.nproc = e, nproc
         self.log = os.path.join(self.work, "trial.log")
 
-    def run(self):
-        argv = [self.args.dtl, "--run-dir", os.path.join(self.work, "run")]
+    def run(self, argv=None):
+        argv = (argv or [self.args.dtl]) + ["--run-dir", os.path.join(self.work, "run")]
         if self.nproc > 1:
             argv = [self.args.python, "-m", "torch.distributed.run", "--nproc_per_node", str(self.nproc),
                     "--redirects", "9:1", "--tee", "9:1", "--master_port", str(free_port()), "--no_python"] + argv
@@ -287,6 +290,41 @@ def case_tls(a, name, env, ok):
             expect(c.seconds < 30, f"{name}: took {c.seconds:.0f} s: a certificate that fails is not retried")
 
 
+def case_flagship_example(a):
+    """The flagship as examples/determined/fashion_mnist.yaml runs it: that config, as the master
+    hands it over (expconf defaults filled in), the searcher's sample of its hyperparameters."""
+    import yaml
+    root = os.path.dirname(os.path.dirname(HERE))
+    with open(os.path.join(root, "examples", "determined", "fashion_mnist.yaml")) as f:
+        cfg = yaml.safe_load(f)
+    hp = {}
+    for k, v in cfg["hyperparameters"].items():  # a sample: each range's midpoint
+        if isinstance(v, dict):
+            mid = (v["minval"] + v["maxval"]) / 2
+            hp[k] = v["base"] ** mid if v["type"] == "log" else mid
+        else:
+            hp[k] = v
+    expconf = cluster_env.experiment_config(hp)
+    for k in ("name", "entrypoint", "searcher", "checkpoint_storage", "max_restarts"):
+        expconf[k] = cfg[k] if k != "checkpoint_storage" else dict(expconf[k], **cfg[k])
+    expconf["hyperparameters"] = cfg["hyperparameters"]
+    with Case(a, "flagship_example", hp=hp, env={"DET_EXPERIMENT_CONFIG": json.dumps(expconf)}) as c:
+        c.env["DTL_SHARED_FS_CONTAINER_PATH"] = os.path.join(c.work, "shared_fs")
+        rc = c.run([a.flagship, "--max-length", "batches=40"])
+        expect(rc == 0, f"flagship_example: status {rc}, want 0", c.log)
+        st = c.state()
+        recs = records(c.record)
+        vals = [r["body"]["metrics"] for r in answered(recs, r"trials/1/metrics")
+                if r["body"]["group"] == "validation"]
+        expect(len(vals) == 1 and vals[0]["stepsCompleted"] == 40 and "validation_loss" in vals[0]["metrics"]["avgMetrics"],
+               f"flagship_example: want one validation at 40 with validation_loss, got {vals}")
+        expect([ck["steps_completed"] for ck in st["checkpoints"]] == [40], f"flagship_example: {st['checkpoints']}")
+        expect(not st["rejected"], f"flagship_example: rejected {st['rejected']}")
+        # storage_path "dtl" of the example's shared_fs storage
+        expect(os.path.isdir(os.path.join(c.work, "shared_fs", "dtl", st["checkpoints"][0]["uuid"])),
+               "flagship_example: the checkpoint is not under the example's storage_path")
+
+
 CASES = {
     "transient_500s": case_transient_500s,
     "slow_master": case_slow_master,
@@ -298,6 +336,7 @@ CASES = {
     "wrong_token": case_wrong_token,
     "master_down_at_start": case_master_down_at_start,
     "invalid_hp": case_invalid_hp,
+    "flagship_example": case_flagship_example,
     # TLS: the master's certificate checked against DET_MASTER_CERT_NAME while connecting to the
     # address in DET_MASTER; noverify; and a name that does not match, which fails at once.
     "tls_verified": lambda a: case_tls(a, "tls_verified", {"DET_MASTER_CERT_FILE": a.cert,
@@ -312,9 +351,11 @@ def main():
     ap.add_argument("--dtl", required=True)
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--work")
+    ap.add_argument("--flagship", help="examples/fashion_mnist (default: beside --dtl's build)")
     ap.add_argument("--only", action="append")
     a = ap.parse_args()
     a.dtl = os.path.abspath(a.dtl)
+    a.flagship = os.path.abspath(a.flagship or os.path.join(os.path.dirname(a.dtl), "..", "examples", "fashion_mnist"))
     a.work = os.path.abspath(a.work or os.path.join("/tmp", f"dtl-cluster-faults-{os.getpid()}"))
     os.makedirs(a.work, exist_ok=True)
     make_certificate(a)
