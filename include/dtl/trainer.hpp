@@ -247,7 +247,11 @@ class Trainer {
       // several, the ranks that did not throw are not at the same point).
       if (!ctx_.distributed().connected() && state_.last_ckpt != state_.batches_trained) checkpoint();
       collect_checkpoint();
-      reporter_->flush();
+      try {
+        reporter_->flush();
+      } catch (const std::exception& e) {  // the early exit is what the searcher must hear
+        console().warn(e.what());
+      }
       throw;
     } catch (const ShouldExit&) {
       if (state_.last_ckpt != state_.batches_trained) checkpoint();

@@ -26,6 +26,9 @@ with faults, one case at a time. Each case states what must hold:
                      fails (status 2) before anything is written.
   invalid_hp         the trial throws dtl::InvalidHP: the master hears an early exit
                      (EXITED_REASON_INVALID_HP) and the program exits 0.
+  searcher_metric_missing  the experiment's searcher.metric is not among the trial's validation
+                     metrics: the trial fails (status 1) naming it and those there are, and no
+                     such validation reaches the master (whose searcher would fail the experiment).
   flagship_example   examples/fashion_mnist with examples/determined/fashion_mnist.yaml as the
                      master hands it over (and a sample of its hyperparameters), for 40 batches:
                      its validation reported, its checkpoint under the config's storage_path.
@@ -290,6 +293,19 @@ def case_tls(a, name, env, ok):
             expect(c.seconds < 30, f"{name}: took {c.seconds:.0f} s: a certificate that fails is not retried")
 
 
+def case_searcher_metric_missing(a):
+    expconf = cluster_env.experiment_config(cluster_env.hparams())
+    expconf["searcher"]["metric"] = "top5_accuracy"
+    with Case(a, "searcher_metric_missing", env={"DET_EXPERIMENT_CONFIG": json.dumps(expconf)}) as c:
+        rc = c.run()
+        expect(rc == 1, f"searcher_metric_missing: status {rc}, want 1", c.log)
+        expect("searcher.metric 'top5_accuracy' is not among this validation's metrics (validation_loss, accuracy)"
+               in c.output, "searcher_metric_missing: the error does not name the metric and those there are", c.log)
+        recs = records(c.record)
+        expect(not [r for r in recs if r["path"].endswith("/metrics") and r["body"]["group"] == "validation"],
+               "searcher_metric_missing: a validation without the searcher metric reached the master")
+
+
 def case_flagship_example(a):
     """The flagship as examples/determined/fashion_mnist.yaml runs it: that config, as the master
     hands it over (expconf defaults filled in), the searcher's sample of its hyperparameters."""
@@ -336,6 +352,7 @@ CASES = {
     "wrong_token": case_wrong_token,
     "master_down_at_start": case_master_down_at_start,
     "invalid_hp": case_invalid_hp,
+    "searcher_metric_missing": case_searcher_metric_missing,
     "flagship_example": case_flagship_example,
     # TLS: the master's certificate checked against DET_MASTER_CERT_NAME while connecting to the
     # address in DET_MASTER; noverify; and a name that does not match, which fails at once.

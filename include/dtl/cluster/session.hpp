@@ -6,6 +6,7 @@
 #define DTL_CLUSTER_SESSION_HPP
 
 #include <dtl/checkpoint/store.hpp>
+#include <dtl/errors.hpp>
 #include <dtl/cluster/info.hpp>
 #include <dtl/cluster/master.hpp>
 #include <dtl/log/metrics_sink.hpp>
@@ -54,6 +55,7 @@ class ClusterMetrics final : public MetricsSink {
     if (!m) return;
     const auto& info = s_->info();
     const bool training = r.type == MetricsRecord::Type::training;
+    if (!training) check_searcher_metric(r.metrics);
     nlohmann::json avg = master_json(r.metrics);
     if (!avg.contains("batches")) avg["batches"] = r.steps_completed;
     if (!avg.contains("epochs")) avg["epochs"] = r.epochs;
@@ -80,6 +82,24 @@ class ClusterMetrics final : public MetricsSink {
     if (training && r.progress_due)
       m->send("POST", "/api/v1/trials/" + trial + "/progress", {{"progress", r.progress}, {"is_raw", true}},
               "the progress at batch " + std::to_string(r.steps_completed));
+  }
+
+  /// The master's searcher reads `searcher.metric` from every validation, and a validation
+  /// without it (or with a value that is not a number) fails the whole experiment there;
+  /// Determined's client sends it anyway. dtl stops the trial with the reason instead.
+  void check_searcher_metric(const MetricsJson& metrics) const {
+    const auto name = s_->info().config.searcher_metric();
+    if (name.empty()) return;
+    const auto it = metrics.find(name);
+    if (it != metrics.end() && it->is_number()) return;
+    std::string have;
+    for (const auto& [k, v] : metrics.items()) have += (have.empty() ? "" : ", ") + k;
+    throw InvalidExperimentException(
+        "dtl: the experiment's searcher.metric '" + name + "' is " +
+        (it == metrics.end() ? "not among this validation's metrics (" + have + ")"
+                             : "not a number (" + it->dump() + ")") +
+        ": the master's searcher needs it in every validation; return it from evaluate_batch (or "
+        "evaluate_full_dataset), or set searcher.metric in the experiment config to one of them");
   }
 
   void phase_started(RunPhase phase) override {
