@@ -10,6 +10,9 @@
 // The dtl span runs from on_training_start to the last workload's end, so it includes metric
 // collection and per-workload reporting (every 100 batches) but not the final validation and
 // checkpoint, which a hand-written loop does not do at all.
+// --only=hand|dtl [--batches=N] [--shape=tiny|784]: one loop, once, for N batches, printing its
+// µs/batch: what bench/instruction_ratio.py runs under callgrind, where instruction counts (not
+// times) compare the two loops without this shared machine's noise.
 // --device=cuda: both loops run on cuda:0, the data already there (sequential batches are views,
 // no copies); each timed span ends after a device synchronize. The CPU is the default, also on a
 // machine with a GPU.
@@ -178,12 +181,25 @@ int main(int argc, char** argv) {
   std::string python;  // --python=SCRIPT: also time the loop in Python
   // --interpreter=PY: the Python whose torch is this LibTorch (Debian's /usr/bin/python3 for 1.13)
   std::string interpreter = "/usr/bin/python3";
+  std::string only, shape = "tiny";  // --only=hand|dtl: one loop, once (bench/instruction_ratio.py)
+  std::int64_t only_batches = 400;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--python=", 0) == 0) python = a.substr(9);
+    else if (a.rfind("--only=", 0) == 0) only = a.substr(7);
+    else if (a.rfind("--batches=", 0) == 0) only_batches = std::atoll(a.c_str() + 10);
+    else if (a.rfind("--shape=", 0) == 0) shape = a.substr(8);
     else if (a.rfind("--interpreter=", 0) == 0) interpreter = a.substr(14);
     else if (a.rfind("--device=", 0) == 0) bench_device = torch::Device(a.substr(9));
     else rounds = std::atoi(a.c_str());
+  }
+  if (!only.empty()) {
+    const Shape s = shape == "784" ? Shape{"MLP 784-256-10, batch 64", 784, 256, 10, 64}
+                                   : Shape{"tiny MLP 32-32-2, batch 32", 32, 32, 2, 32};
+    auto data = make_data(s, s.batch * 100);
+    const double us = only == "dtl" ? dtl_per_batch(s, data, only_batches) : hand_per_batch(s, data, only_batches);
+    std::printf("%s %s %lld batches: %.2f us/batch\n", only.c_str(), s.name, static_cast<long long>(only_batches), us);
+    return 0;
   }
   std::cout << "LibTorch " << TORCH_VERSION << "\n";
   std::cout << at::get_parallel_info() << "device: " << bench_device << "\n";
