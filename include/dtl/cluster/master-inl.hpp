@@ -108,30 +108,35 @@ DTL_INLINE MasterSession::~MasterSession() {
   MasterSession* self = this;
   active_master_session().compare_exchange_strong(self, nullptr);
   quit_poller_ = true;
+  { std::lock_guard sync(sleep_mu_); }  // a poller between its check and its 10 s sleep sees quit_poller_
   sleep_cv_.notify_all();
   if (poller_.joinable()) poller_.join();
-  std::vector<std::string> undelivered;
   {
-    std::unique_lock lock(mu_);
+    std::lock_guard lock(mu_);  // under the lock, or the sender could miss the wake-up and never end
     quit_sender_ = true;
-    cv_.notify_all();
-    // What is still queued (a run that failed before flush) gets a last short try.
-    cv_.wait_for(lock, std::chrono::seconds(10), [&] { return queue_.empty() && !sending_; });
-    if (!queue_.empty()) {
-      for (const auto& r : queue_)
-        if (!r.reply) undelivered.push_back(r.what);
-      abandon_ = true;
-    }
   }
+  cv_.notify_all();
+  drain(std::chrono::seconds(10));  // what a run that failed before flush left queued: a last short try
+  std::string undelivered;
+  {
+    std::lock_guard lock(mu_);
+    undelivered = queued_reports();
+    if (!queue_.empty()) abandon_ = true;
+  }
+  { std::lock_guard sync(sleep_mu_); }  // a sender between its check and its sleep sees abandon_
   sleep_cv_.notify_all();
   cv_.notify_all();
   if (sender_.joinable()) sender_.join();
-  if (!undelivered.empty()) {
-    std::cerr << "dtl: warning: " << undelivered.size() << " report(s) never reached the master at "
-              << info_.master_url << ":";
-    for (const auto& w : undelivered) std::cerr << "\n  " << w;
-    std::cerr << "\n";
-  }
+  if (!undelivered.empty())
+    std::cerr << "dtl: warning: these reports never reached the master at " << info_.master_url << ":" << undelivered
+              << "\n";
+}
+
+DTL_INLINE std::string MasterSession::queued_reports() const {
+  std::string out;
+  for (const auto& q : queue_)
+    if (!q.reply) out += "\n  " + q.what;
+  return out;
 }
 
 DTL_INLINE bool MasterSession::sleep_unless(std::chrono::milliseconds d, const std::atomic<bool>& quit) {
@@ -237,12 +242,10 @@ DTL_INLINE void MasterSession::send_loop() {
         warned = true;
       }
       if (now - *failing_since > opts_.retry_budget) {
-        std::string lost;
+        const std::string lost = queued_reports();
         for (const auto& q : queue_)
           if (q.reply)  // an ask() waiting: it gets the failure as its answer
             q.reply->set_value({.status = 0, .body = {}, .error = "the master did not answer: " + r.describe()});
-          else
-            lost += "\n  " + q.what;
         if (!failure_)
           failure_ = "dtl: the master at " + info_.master_url + " has not answered for " +
                      master_detail::seconds_text(opts_.retry_budget) + " s (DTL_MASTER_RETRY_SECONDS; last: " +
@@ -271,19 +274,13 @@ DTL_INLINE void MasterSession::flush() {
       const auto bound = opts_.retry_budget + opts_.request_timeout + std::chrono::seconds(1);
       const bool done =
           cv_.wait_for(lock, bound, [&] { return (queue_.empty() && !sending_) || failure_.has_value(); });
-      if (!done) {
-        std::string left;
-        for (const auto& q : queue_) left += "\n  " + q.what;
+      if (!done)
         failure_ = "dtl: gave up waiting for the master at " + info_.master_url + " after " +
                    master_detail::seconds_text(std::chrono::duration_cast<std::chrono::milliseconds>(bound)) +
-                   " s; these never reached it:" + left;
-      }
-    } else {
+                   " s; these never reached it:" + queued_reports();
+    } else if (const auto left = queued_reports(); !left.empty()) {
       // Failed earlier: what was queued since (the stop checkpoint's registration) is named too.
-      std::string left;
-      for (const auto& q : queue_)
-        if (!q.reply) left += "\n  " + q.what;
-      if (!left.empty()) *failure_ += "\nand, queued since:" + left;
+      *failure_ += "\nand, queued since:" + left;
     }
   }
   check();

@@ -113,6 +113,8 @@ class MasterSession {
     std::shared_ptr<std::promise<HttpResponse>> reply;  // ask(): answered once, never retried
   };
   DTL_INLINE HttpClient make_client() const;
+  /// "\n  what" for each queued report (not the asks), for an error; call with mu_ held.
+  [[nodiscard]] DTL_INLINE std::string queued_reports() const;
   DTL_INLINE void send_loop();
   DTL_INLINE void poll_loop();
   /// Sleeps `d`, or less when `quit` turns true; false if it did.

@@ -5,6 +5,7 @@
 #ifndef DTL_CLUSTER_SESSION_HPP
 #define DTL_CLUSTER_SESSION_HPP
 
+#include <dtl/checkpoint/checkpoint.hpp>
 #include <dtl/checkpoint/store.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/cluster/info.hpp>
@@ -144,8 +145,7 @@ class ClusterStore final : public CheckpointStore {
       else
         resources[rel] = std::to_string(e.file_size());
     }
-    auto metadata = nlohmann::json::parse(read_text(c.dir / "metadata.json"), nullptr, false);
-    if (!metadata.is_object()) metadata = {{"steps_completed", c.steps_completed}};
+    auto metadata = nlohmann::json::parse(read_file(c.dir / "metadata.json"));  // what dtl just wrote
     const auto& info = s_->info();
     nlohmann::json body = {{"taskId", info.task_id},
                            {"allocationId", info.allocation_id},
@@ -180,10 +180,6 @@ class ClusterStore final : public CheckpointStore {
   }
 
  private:
-  static std::string read_text(const std::filesystem::path& p) {
-    std::ifstream f(p);
-    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-  }
   std::shared_ptr<ClusterSession> s_;
 };
 
