@@ -6,8 +6,12 @@ not grow with the batches (LibTorch's start-up, dtl::init, the final validation 
 cancels out. Instruction counts do not move with this shared machine's load, which moves the
 timed ratio by ±2-4% (docs/benchmarks.md); they are not time either: cache misses and branch
 mispredictions are not counted. Prints one line per loop and the ratio.
+--sim adds valgrind's simulated caches and branch predictor (--cache-sim=yes --branch-sim=yes) and
+prints every event per batch, differenced the same way: data and instruction cache misses (D1, I1,
+last level) and mispredicted branches, the costs an instruction count does not see. A simulation
+of a generic cache, not this CPU's, so compare the two loops, not the figures with a timer.
 
-    bench/instruction_ratio.py BUILD/bench/trainer_overhead [--shape tiny|784] [--n1 200] [--n2 600]
+    bench/instruction_ratio.py BUILD/bench/trainer_overhead [--shape tiny|784] [--n1 200] [--n2 600] [--sim]
 """
 import argparse
 import os
@@ -17,18 +21,29 @@ import sys
 import tempfile
 
 
-def instructions(binary, only, shape, batches):
+def events(binary, only, shape, batches, sim):
+    """valgrind's event totals for one run, by name: {"Ir": instructions, ...}."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "callgrind.out")
         env = dict(os.environ, OMP_NUM_THREADS="1")
-        p = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", binary, f"--only={only}",
-                            f"--shape={shape}", f"--batches={batches}"], env=env, capture_output=True, text=True)
+        extra = ["--cache-sim=yes", "--branch-sim=yes"] if sim else []
+        p = subprocess.run(["valgrind", "--tool=callgrind", *extra, f"--callgrind-out-file={out}", binary,
+                            f"--only={only}", f"--shape={shape}", f"--batches={batches}"], env=env, capture_output=True,
+                           text=True)
         if p.returncode != 0:
             sys.exit(f"{binary} --only={only} failed under valgrind:\n{p.stderr[-3000:]}")
-        m = re.search(r"Collected : (\d+)", p.stderr)
-        if not m:
-            sys.exit(f"no instruction count in valgrind's output:\n{p.stderr[-2000:]}")
-        return int(m.group(1))
+        names = re.search(r"Events\s*: ([A-Za-z0-9 ]+)", p.stderr)
+        counts = re.search(r"Collected : ([0-9 ]+)", p.stderr)
+        if not names or not counts:
+            sys.exit(f"no event counts in valgrind's output:\n{p.stderr[-2000:]}")
+        return dict(zip(names.group(1).split(), map(int, counts.group(1).split())))
+
+
+# valgrind's event names, for the --sim table
+EVENT_NAMES = {"Ir": "instructions", "Dr": "data reads", "Dw": "data writes", "I1mr": "I1 misses",
+               "D1mr": "D1 read misses", "D1mw": "D1 write misses", "ILmr": "LL instruction misses",
+               "DLmr": "LL data read misses", "DLmw": "LL data write misses", "Bc": "conditional branches",
+               "Bcm": "mispredicted conditional", "Bi": "indirect branches", "Bim": "mispredicted indirect"}
 
 
 def main():
@@ -37,14 +52,21 @@ def main():
     ap.add_argument("--shape", default="tiny")
     ap.add_argument("--n1", type=int, default=200)
     ap.add_argument("--n2", type=int, default=600)
+    ap.add_argument("--sim", action="store_true", help="also simulate caches and branch prediction")
     a = ap.parse_args()
     per = {}
     for only in ("hand", "dtl"):
-        i1 = instructions(a.binary, only, a.shape, a.n1)
-        i2 = instructions(a.binary, only, a.shape, a.n2)
-        per[only] = (i2 - i1) / (a.n2 - a.n1)
-        print(f"{only:5s} {a.shape}: {per[only]:12.0f} instructions/batch  (I({a.n1}) = {i1}, I({a.n2}) = {i2})")
-    print(f"ratio dtl/hand ({a.shape}): {per['dtl'] / per['hand']:.4f}")
+        e1 = events(a.binary, only, a.shape, a.n1, a.sim)
+        e2 = events(a.binary, only, a.shape, a.n2, a.sim)
+        per[only] = {k: (e2[k] - e1[k]) / (a.n2 - a.n1) for k in e1}
+        print(f"{only:5s} {a.shape}: {per[only]['Ir']:12.0f} instructions/batch  (I({a.n1}) = {e1['Ir']}, "
+              f"I({a.n2}) = {e2['Ir']})")
+    if a.sim:
+        print(f"\nper batch ({a.shape})         hand          dtl    dtl-hand")
+        for k in per["hand"]:
+            h, d = per["hand"][k], per["dtl"][k]
+            print(f"{EVENT_NAMES.get(k, k):24s} {h:12.1f} {d:12.1f} {d - h:+11.1f}")
+    print(f"ratio dtl/hand ({a.shape}): {per['dtl']['Ir'] / per['hand']['Ir']:.4f}")
 
 
 if __name__ == "__main__":

@@ -10,9 +10,11 @@
 // The dtl span runs from on_training_start to the last workload's end, so it includes metric
 // collection and per-workload reporting (every 100 batches) but not the final validation and
 // checkpoint, which a hand-written loop does not do at all.
-// --only=hand|dtl [--batches=N] [--shape=tiny|784]: one loop, once, for N batches, printing its
-// µs/batch: what bench/instruction_ratio.py runs under callgrind, where instruction counts (not
-// times) compare the two loops without this shared machine's noise.
+// --only=hand|dtl [--batches=N] [--shape=tiny|784] [--warmup=W]: one loop, for N batches, printing
+// its µs/batch (after W batches of the same loop as a warm-up, default none): what
+// bench/instruction_ratio.py runs under callgrind, where instruction counts (not times) compare the
+// two loops without this shared machine's noise, and what bench/process_ratio.py times one process
+// per run, so that each loop meets a heap and an address layout of its own.
 // --device=cuda: both loops run on cuda:0, the data already there (sequential batches are views,
 // no copies); each timed span ends after a device synchronize. The CPU is the default, also on a
 // machine with a GPU.
@@ -182,13 +184,14 @@ int main(int argc, char** argv) {
   // --interpreter=PY: the Python whose torch is this LibTorch (Debian's /usr/bin/python3 for 1.13)
   std::string interpreter = "/usr/bin/python3";
   std::string only, shape = "tiny";  // --only=hand|dtl: one loop, once (bench/instruction_ratio.py)
-  std::int64_t only_batches = 400;
+  std::int64_t only_batches = 400, only_warmup = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--python=", 0) == 0) python = a.substr(9);
     else if (a.rfind("--only=", 0) == 0) only = a.substr(7);
     else if (a.rfind("--batches=", 0) == 0) only_batches = std::atoll(a.c_str() + 10);
     else if (a.rfind("--shape=", 0) == 0) shape = a.substr(8);
+    else if (a.rfind("--warmup=", 0) == 0) only_warmup = std::atoll(a.c_str() + 9);
     else if (a.rfind("--interpreter=", 0) == 0) interpreter = a.substr(14);
     else if (a.rfind("--device=", 0) == 0) bench_device = torch::Device(a.substr(9));
     else rounds = std::atoi(a.c_str());
@@ -196,8 +199,11 @@ int main(int argc, char** argv) {
   if (!only.empty()) {
     const Shape s = shape == "784" ? Shape{"MLP 784-256-10, batch 64", 784, 256, 10, 64}
                                    : Shape{"tiny MLP 32-32-2, batch 32", 32, 32, 2, 32};
+    if (only != "dtl" && only != "hand") throw std::invalid_argument("--only takes hand or dtl, not " + only);
     auto data = make_data(s, s.batch * 100);
-    const double us = only == "dtl" ? dtl_per_batch(s, data, only_batches) : hand_per_batch(s, data, only_batches);
+    const auto run = [&](std::int64_t n) { return only == "dtl" ? dtl_per_batch(s, data, n) : hand_per_batch(s, data, n); };
+    if (only_warmup > 0) run(only_warmup);
+    const double us = run(only_batches);
     std::printf("%s %s %lld batches: %.2f us/batch\n", only.c_str(), s.name, static_cast<long long>(only_batches), us);
     return 0;
   }

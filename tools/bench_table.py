@@ -47,10 +47,13 @@ BENCH_ENV = {
     "glibc.malloc.top_pad=67108864",
 }
 
-# name, arguments (full, quick), pinned to one core?
+# name, arguments (full, quick), pinned to one core? A name ending in .py is a script in bench/
+# run by this Python ({build}: the build directory); it pins its own processes.
 BENCHES = [
     ("trainer_overhead", (["9", "--python=bench/python_loop.py", "--interpreter={python}"],
                           ["3", "--python=bench/python_loop.py", "--interpreter={python}"]), True),
+    ("process_ratio.py", (["{build}/bench/trainer_overhead", "--rounds=15"],
+                          ["{build}/bench/trainer_overhead", "--rounds=3"]), False),
     ("loader_bench", (["9"], ["3"]), False),
     ("sampler_bench", ([], []), True),
     ("checkpoint_bench", (["--rounds=7"], ["--rounds=3"]), True),
@@ -138,9 +141,9 @@ def compile_time_rows(rounds, includes, log):
 
 
 def run_bench(name, args, pinned, python, log):
-    exe = BUILD / "bench" / name
-    args = [a.format(python=python) for a in args]
-    cmd = ([ "taskset", "-c", "1"] if pinned and os.cpu_count() > 1 else []) + [str(exe), *args]
+    args = [a.format(python=python, build=BUILD) for a in args]
+    exe = [sys.executable, str(ROOT / "bench" / name)] if name.endswith(".py") else [str(BUILD / "bench" / name)]
+    cmd = (["taskset", "-c", "1"] if pinned and os.cpu_count() > 1 else []) + [*exe, *args]
     env = dict(os.environ, **BENCH_ENV)
     log.write(f"== {' '.join(cmd)}\n")
     log.flush()
