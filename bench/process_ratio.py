@@ -12,7 +12,10 @@ Prints every round and, per model, the median of the per-round ratios dtl/hand w
 the ratio of the medians, and the load average before and after; then one "ROW |" line per model
 for tools/bench_table.py (target: the median per-round ratio <= 1.02).
 
-    bench/process_ratio.py BUILD/bench/trainer_overhead [--shape tiny 784] [--rounds 15] [--core 1]
+    bench/process_ratio.py BUILD/bench/trainer_overhead [--shape tiny 784] [--rounds 15] [--core 1] [--metrics 1]
+
+--metrics 0 has dtl's train_batch return no metrics (nothing to collect or report), 5 five: with 1
+(the default, as the hand-written loop keeps its loss) the difference is the cost of reporting.
 """
 import argparse
 import os
@@ -29,9 +32,9 @@ BATCHES = {"tiny": 4000, "784": 1000}  # as trainer_overhead's own rounds
 NAMES = {"tiny": "tiny MLP 32-32-2, batch 32", "784": "MLP 784-256-10, batch 64"}  # as trainer_overhead's rows
 
 
-def per_batch(binary, only, shape, batches, core):
+def per_batch(binary, only, shape, batches, core, metrics):
     cmd = ["taskset", "-c", str(core), binary, f"--only={only}", f"--shape={shape}", f"--batches={batches}",
-           f"--warmup={batches // 4}"]
+           f"--warmup={batches // 4}"] + ([f"--metrics={metrics}"] if only == "dtl" else [])
     p = subprocess.run(cmd, env=dict(os.environ, **BENCH_ENV), capture_output=True, text=True)
     m = re.search(r"([0-9.]+) us/batch", p.stdout)
     if p.returncode != 0 or not m:
@@ -44,15 +47,18 @@ def main():
     ap.add_argument("binary")
     ap.add_argument("--shape", nargs="+", default=["tiny", "784"], choices=sorted(BATCHES))
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--metrics", type=int, default=1, choices=(0, 1, 5), help="metrics dtl's train_batch returns")
     ap.add_argument("--core", type=int, default=min(1, os.cpu_count() - 1), help="the core every process is pinned to")
     a = ap.parse_args()
+    if a.metrics != 1:
+        print(f"dtl's train_batch returns {a.metrics} metrics")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     summary, rows = [], []
     for shape in a.shape:
         hand, dtl, ratios = [], [], []
         for r in range(a.rounds):
             order = ("hand", "dtl") if r % 2 == 0 else ("dtl", "hand")
-            got = {only: per_batch(a.binary, only, shape, BATCHES[shape], a.core) for only in order}
+            got = {only: per_batch(a.binary, only, shape, BATCHES[shape], a.core, a.metrics) for only in order}
             hand.append(got["hand"])
             dtl.append(got["dtl"])
             ratios.append(got["dtl"] / got["hand"])
@@ -63,6 +69,8 @@ def main():
                 f" medians {statistics.median(dtl):.2f} / {statistics.median(hand):.2f} us/batch"
                 f" = {statistics.median(dtl) / statistics.median(hand):.3f}")
         summary.append(line)
+        if a.metrics != 1:
+            continue  # the table's rows are the default comparison's
         rows.append(f"ROW | Trainer vs hand-written LibTorch loop, {NAMES[shape]}, one process per run "
                     f"(median of {a.rounds} paired rounds; rounds {min(ratios):.3f}..{max(ratios):.3f}) | "
                     f"{statistics.median(dtl):.2f} µs/batch | {statistics.median(hand):.2f} µs/batch | {med:.3f} | "

@@ -10,8 +10,9 @@
 // The dtl span runs from on_training_start to the last workload's end, so it includes metric
 // collection and per-workload reporting (every 100 batches) but not the final validation and
 // checkpoint, which a hand-written loop does not do at all.
-// --only=hand|dtl [--batches=N] [--shape=tiny|784] [--warmup=W]: one loop, for N batches, printing
-// its µs/batch (after W batches of the same loop as a warm-up, default none): what
+// --only=hand|dtl [--batches=N] [--shape=tiny|784] [--warmup=W] [--metrics=0|1|5]: one loop, for N
+// batches, printing its µs/batch (after W batches of the same loop as a warm-up, default none; dtl's
+// train_batch returning 0, 1 (default) or 5 metrics): what
 // bench/instruction_ratio.py runs under callgrind, where instruction counts (not times) compare the
 // two loops without this shared machine's noise, and what bench/process_ratio.py times one process
 // per run, so that each loop meets a heap and an address layout of its own.
@@ -185,6 +186,7 @@ int main(int argc, char** argv) {
   std::string interpreter = "/usr/bin/python3";
   std::string only, shape = "tiny";  // --only=hand|dtl: one loop, once (bench/instruction_ratio.py)
   std::int64_t only_batches = 400, only_warmup = 0;
+  int only_metrics = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--python=", 0) == 0) python = a.substr(9);
@@ -192,6 +194,7 @@ int main(int argc, char** argv) {
     else if (a.rfind("--batches=", 0) == 0) only_batches = std::atoll(a.c_str() + 10);
     else if (a.rfind("--shape=", 0) == 0) shape = a.substr(8);
     else if (a.rfind("--warmup=", 0) == 0) only_warmup = std::atoll(a.c_str() + 9);
+    else if (a.rfind("--metrics=", 0) == 0) only_metrics = std::atoi(a.c_str() + 10);
     else if (a.rfind("--interpreter=", 0) == 0) interpreter = a.substr(14);
     else if (a.rfind("--device=", 0) == 0) bench_device = torch::Device(a.substr(9));
     else rounds = std::atoi(a.c_str());
@@ -201,7 +204,9 @@ int main(int argc, char** argv) {
                                    : Shape{"tiny MLP 32-32-2, batch 32", 32, 32, 2, 32};
     if (only != "dtl" && only != "hand") throw std::invalid_argument("--only takes hand or dtl, not " + only);
     auto data = make_data(s, s.batch * 100);
-    const auto run = [&](std::int64_t n) { return only == "dtl" ? dtl_per_batch(s, data, n) : hand_per_batch(s, data, n); };
+    const auto run = [&](std::int64_t n) {
+      return only == "dtl" ? dtl_per_batch(s, data, n, only_metrics) : hand_per_batch(s, data, n);
+    };
     if (only_warmup > 0) run(only_warmup);
     const double us = run(only_batches);
     std::printf("%s %s %lld batches: %.2f us/batch\n", only.c_str(), s.name, static_cast<long long>(only_batches), us);
