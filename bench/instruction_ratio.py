@@ -28,7 +28,7 @@ def events(binary, only, shape, batches, sim):
         env = dict(os.environ, OMP_NUM_THREADS="1")
         extra = ["--cache-sim=yes", "--branch-sim=yes"] if sim else []
         p = subprocess.run(["valgrind", "--tool=callgrind", *extra, f"--callgrind-out-file={out}", binary,
-                            f"--only={only}", f"--shape={shape}", f"--batches={batches}"], env=env, capture_output=True,
+                            f"--only={only}", f"--shape={shape}", f"--batches={batches}", "--warmup=0"], env=env, capture_output=True,
                            text=True)
         if p.returncode != 0:
             sys.exit(f"{binary} --only={only} failed under valgrind:\n{p.stderr[-3000:]}")

@@ -28,24 +28,23 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 from bench_table import BENCH_ENV  # noqa: E402  the one definition of the allocator settings
 
-BATCHES = {"tiny": 4000, "784": 1000}  # as trainer_overhead's own rounds
-NAMES = {"tiny": "tiny MLP 32-32-2, batch 32", "784": "MLP 784-256-10, batch 64"}  # as trainer_overhead's rows
 
 
-def per_batch(binary, only, shape, batches, core, metrics):
-    cmd = ["taskset", "-c", str(core), binary, f"--only={only}", f"--shape={shape}", f"--batches={batches}",
-           f"--warmup={batches // 4}"] + ([f"--metrics={metrics}"] if only == "dtl" else [])
+def per_batch(binary, only, shape, core, metrics):
+    """(the model's name, µs per batch) of one process: trainer_overhead's own batches and warm-up."""
+    cmd = ["taskset", "-c", str(core), binary, f"--only={only}", f"--shape={shape}"] + \
+        ([f"--metrics={metrics}"] if only == "dtl" else [])
     p = subprocess.run(cmd, env=dict(os.environ, **BENCH_ENV), capture_output=True, text=True)
-    m = re.search(r"([0-9.]+) us/batch", p.stdout)
+    m = re.match(rf"{only} (.+) \d+ batches: ([0-9.]+) us/batch", p.stdout)
     if p.returncode != 0 or not m:
         sys.exit(f"failed: {' '.join(cmd)}\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
-    return float(m.group(1))
+    return m.group(1), float(m.group(2))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("binary")
-    ap.add_argument("--shape", nargs="+", default=["tiny", "784"], choices=sorted(BATCHES))
+    ap.add_argument("--shape", nargs="+", default=["tiny", "784"], choices=("tiny", "784"))
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--metrics", type=int, default=1, choices=(0, 1, 5), help="metrics dtl's train_batch returns")
     ap.add_argument("--core", type=int, default=min(1, os.cpu_count() - 1), help="the core every process is pinned to")
@@ -58,7 +57,9 @@ def main():
         hand, dtl, ratios = [], [], []
         for r in range(a.rounds):
             order = ("hand", "dtl") if r % 2 == 0 else ("dtl", "hand")
-            got = {only: per_batch(a.binary, only, shape, BATCHES[shape], a.core, a.metrics) for only in order}
+            got = {}
+            for only in order:
+                name, got[only] = per_batch(a.binary, only, shape, a.core, a.metrics)
             hand.append(got["hand"])
             dtl.append(got["dtl"])
             ratios.append(got["dtl"] / got["hand"])
@@ -71,7 +72,7 @@ def main():
         summary.append(line)
         if a.metrics != 1:
             continue  # the table's rows are the default comparison's
-        rows.append(f"ROW | Trainer vs hand-written LibTorch loop, {NAMES[shape]}, one process per run "
+        rows.append(f"ROW | Trainer vs hand-written LibTorch loop, {name}, one process per run "
                     f"(median of {a.rounds} paired rounds; rounds {min(ratios):.3f}..{max(ratios):.3f}) | "
                     f"{statistics.median(dtl):.2f} µs/batch | {statistics.median(hand):.2f} µs/batch | {med:.3f} | "
                     f"<= 1.02 | {'yes' if med <= 1.02 else '**no**'} |")

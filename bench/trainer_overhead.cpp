@@ -10,8 +10,8 @@
 // The dtl span runs from on_training_start to the last workload's end, so it includes metric
 // collection and per-workload reporting (every 100 batches) but not the final validation and
 // checkpoint, which a hand-written loop does not do at all.
-// --only=hand|dtl [--batches=N] [--shape=tiny|784] [--warmup=W] [--metrics=0|1|5]: one loop, for N
-// batches, printing its µs/batch (after W batches of the same loop as a warm-up, default none; dtl's
+// --only=hand|dtl [--shape=tiny|784] [--batches=N] [--warmup=W] [--metrics=0|1|5]: one loop, for N
+// batches, printing its µs/batch (N and W default to a round's batches and warm-up below; dtl's
 // train_batch returning 0, 1 (default) or 5 metrics): what
 // bench/instruction_ratio.py runs under callgrind, where instruction counts (not times) compare the
 // two loops without this shared machine's noise, and what bench/process_ratio.py times one process
@@ -49,7 +49,11 @@ using Batch = std::tuple<torch::Tensor, torch::Tensor>;
 struct Shape {
   const char* name;
   std::int64_t in, hidden, out, batch;
+  std::int64_t batches;  ///< timed in one round; a quarter of it warms up
 };
+
+const Shape kShapes[] = {{"tiny MLP 32-32-2, batch 32", 32, 32, 2, 32, 4000},
+                         {"MLP 784-256-10, batch 64", 784, 256, 10, 64, 1000}};
 
 torch::nn::Sequential make_mlp(const Shape& s) {
   torch::manual_seed(0);
@@ -184,8 +188,8 @@ int main(int argc, char** argv) {
   std::string python;  // --python=SCRIPT: also time the loop in Python
   // --interpreter=PY: the Python whose torch is this LibTorch (Debian's /usr/bin/python3 for 1.13)
   std::string interpreter = "/usr/bin/python3";
-  std::string only, shape = "tiny";  // --only=hand|dtl: one loop, once (bench/instruction_ratio.py)
-  std::int64_t only_batches = 400, only_warmup = 0;
+  std::string only, shape = "tiny";  // --only=hand|dtl: one loop (bench/instruction_ratio.py, process_ratio.py)
+  std::int64_t only_batches = -1, only_warmup = -1;  // -1: the shape's
   int only_metrics = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -200,9 +204,10 @@ int main(int argc, char** argv) {
     else rounds = std::atoi(a.c_str());
   }
   if (!only.empty()) {
-    const Shape s = shape == "784" ? Shape{"MLP 784-256-10, batch 64", 784, 256, 10, 64}
-                                   : Shape{"tiny MLP 32-32-2, batch 32", 32, 32, 2, 32};
+    const Shape& s = kShapes[shape == "784" ? 1 : 0];
     if (only != "dtl" && only != "hand") throw std::invalid_argument("--only takes hand or dtl, not " + only);
+    if (only_batches < 0) only_batches = s.batches;
+    if (only_warmup < 0) only_warmup = s.batches / 4;
     auto data = make_data(s, s.batch * 100);
     const auto run = [&](std::int64_t n) {
       return only == "dtl" ? dtl_per_batch(s, data, n, only_metrics) : hand_per_batch(s, data, n);
@@ -214,12 +219,10 @@ int main(int argc, char** argv) {
   }
   std::cout << "LibTorch " << TORCH_VERSION << "\n";
   std::cout << at::get_parallel_info() << "device: " << bench_device << "\n";
-  const Shape shapes[] = {{"tiny MLP 32-32-2, batch 32", 32, 32, 2, 32},
-                          {"MLP 784-256-10, batch 64", 784, 256, 10, 64}};
   std::printf("%-30s %12s %12s %8s\n", "model", "hand us/b", "dtl us/b", "ratio");
   std::vector<std::function<void()>> rows;  // the table rows, printed after the human-readable part
-  for (const auto& s : shapes) {
-    const std::int64_t batches = s.in == 32 ? 4000 : 1000;
+  for (const auto& s : kShapes) {
+    const std::int64_t batches = s.batches;
     auto data = make_data(s, s.batch * 100);
     hand_per_batch(s, data, batches / 4);  // warm-up
     dtl_per_batch(s, data, batches / 4);
@@ -250,16 +253,16 @@ int main(int argc, char** argv) {
     }
   }
 
-  const Shape& tiny = shapes[0];
+  const Shape& tiny = kShapes[0];
   auto data = make_data(tiny, tiny.batch * 100);
   std::vector<double> none, five;
   for (int r = 0; r < rounds; ++r) {
     if (r % 2 == 0) {
-      none.push_back(dtl_per_batch(tiny, data, 4000, 0));
-      five.push_back(dtl_per_batch(tiny, data, 4000, 5));
+      none.push_back(dtl_per_batch(tiny, data, tiny.batches, 0));
+      five.push_back(dtl_per_batch(tiny, data, tiny.batches, 5));
     } else {
-      five.push_back(dtl_per_batch(tiny, data, 4000, 5));
-      none.push_back(dtl_per_batch(tiny, data, 4000, 0));
+      five.push_back(dtl_per_batch(tiny, data, tiny.batches, 5));
+      none.push_back(dtl_per_batch(tiny, data, tiny.batches, 0));
     }
   }
   std::printf("\n%-30s %12s %12s %8s\n", "reporting (tiny MLP)", "0 metrics", "5 metrics", "ratio");
