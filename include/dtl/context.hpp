@@ -16,13 +16,14 @@
 #include <dtl/data/batch.hpp>
 #include <dtl/detail/compiled_lib.hpp>
 #include <dtl/detail/device.hpp>
-#include <dtl/detail/python_adam.hpp>
 #include <dtl/detail/run_dir_lock.hpp>
 #include <dtl/distributed/data_parallel.hpp>
 #include <dtl/distributed/distributed_context.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/log/tensorboard.hpp>
 #include <dtl/lr_schedulers.hpp>
+#include <dtl/optim/python_optimizers.hpp>
+#include <dtl/optim/step_options.hpp>
 #include <dtl/custom_reducers.hpp>
 #include <dtl/profiler.hpp>
 #include <dtl/version.hpp>
@@ -150,8 +151,16 @@ class PyTorchTrialContext {
   /// aggregation across batches is `aggregation_frequency` (dtl::init).
   template <std::derived_from<torch::optim::Optimizer> O>
   std::shared_ptr<O> wrap_optimizer(O optimizer, std::int64_t backward_passes_per_step = 1) {
-    // Adam and AdamW step with torch.optim's arithmetic (detail/python_adam.hpp).
-    return wrap_optimizer(detail::make_wrapped_optimizer<O>(std::move(optimizer)), backward_passes_per_step);
+    return wrap_optimizer(std::move(optimizer), OptimizerOptions{.backward_passes_per_step = backward_passes_per_step});
+  }
+  /// With torch.optim's `foreach` / `fused` choice (optim/step_options.hpp). SGD, Adam and AdamW
+  /// step as torch.optim does (optim/python_optimizers.hpp): on CUDA with multi-tensor ops by
+  /// default, as Python's default does.
+  ///   opt_ = ctx.wrap_optimizer(torch::optim::AdamW(model_->parameters(), 1e-3), {.fused = true});
+  template <std::derived_from<torch::optim::Optimizer> O>
+  std::shared_ptr<O> wrap_optimizer(O optimizer, const OptimizerOptions& options) {
+    return wrap_optimizer(detail::make_wrapped_optimizer<O>(std::move(optimizer), options),
+                          options.backward_passes_per_step);
   }
   template <std::derived_from<torch::optim::Optimizer> O>
   std::shared_ptr<O> wrap_optimizer(std::shared_ptr<O> optimizer, std::int64_t backward_passes_per_step = 1) {

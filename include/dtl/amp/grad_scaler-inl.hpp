@@ -45,6 +45,26 @@ DTL_INLINE bool GradScaler::step(torch::optim::Optimizer& optimizer) {
   auto& st = per_optimizer_[&optimizer];
   if (st.stage == Stage::stepped)
     throw std::runtime_error("dtl::GradScaler: step() has already been called since the last update().");
+  if (auto* c = dynamic_cast<detail::StepControl*>(&optimizer); c && c->supports_amp_scaling()) {
+    // A fused step (torch.optim's _step_supports_amp_scaling): the kernel divides by the scale
+    // (unless unscale_ already did) and skips on inf/NaN itself, with no host sync.
+    if (!scale_.defined()) throw std::runtime_error("dtl::GradScaler: step() before any scale(): nothing was scaled");
+    detail::AmpArgs amp;
+    if (st.stage == Stage::ready) {
+      st.found_inf = torch::zeros({1}, scale_.options());
+      unscale_grads(optimizer, torch::ones({1}, scale_.options()), st.found_inf);  // the inf check alone
+      amp.grad_scale = scale_;
+    }
+    amp.found_inf = st.found_inf;
+    st.stage = Stage::stepped;
+    c->step_with_amp(amp);
+    ++fused_steps_;
+    if (skipped_on_device_.defined())
+      skipped_on_device_.add_(st.found_inf);
+    else
+      skipped_on_device_ = st.found_inf.clone();
+    return true;
+  }
   if (st.stage == Stage::ready) unscale_(optimizer);
   st.stage = Stage::stepped;
   const bool skip = st.found_inf.item<float>() != 0.0f;
@@ -59,12 +79,8 @@ DTL_INLINE void GradScaler::update(std::optional<double> new_scale) {
     lazy_init(torch::kCPU);
     scale_.fill_(*new_scale);
   } else {
-    bool any = false, found = false;
-    for (const auto& [opt, st] : per_optimizer_)
-      if (st.found_inf.defined()) {
-        any = true;
-        found = found || st.found_inf.item<float>() != 0.0f;
-      }
+    bool any = false;
+    for (const auto& [opt, st] : per_optimizer_) any = any || st.found_inf.defined();
     if (!any) {
       if (deferred_) {  // an aggregation batch: step_optimizer did not step, nothing to update
         deferred_ = false;
@@ -74,7 +90,21 @@ DTL_INLINE void GradScaler::update(std::optional<double> new_scale) {
           "dtl::GradScaler: update(): no inf checks were recorded prior to update() "
           "(call step(optimizer) or context.step_optimizer(opt, scaler) first)");
     }
-    update_scale(found);
+    if (scale_.is_cuda() && !o_.min_scale && !o_.max_scale) {
+      // On the GPU, as Python: the inf flags summed and the scale updated on the device, no host sync.
+      torch::Tensor found;
+      for (const auto& [opt, st] : per_optimizer_)
+        if (st.found_inf.defined()) {
+          auto f = st.found_inf.to(scale_.device(), /*non_blocking=*/true);
+          found = found.defined() ? found.add_(f) : f.clone();
+        }
+      at::_amp_update_scale_(scale_, growth_tracker_, found, o_.growth_factor, o_.backoff_factor, o_.growth_interval);
+    } else {
+      bool found = false;
+      for (const auto& [opt, st] : per_optimizer_)
+        found = found || (st.found_inf.defined() && st.found_inf.item<float>() != 0.0f);
+      update_scale(found);
+    }
   }
   per_optimizer_.clear();
   deferred_ = false;

@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 
 #include <dtl/detail/compiled_lib.hpp>
+#include <dtl/optim/step_control.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -53,6 +54,9 @@ class GradScaler {
   DTL_INLINE void unscale_(torch::optim::Optimizer& optimizer);
 
   /// Unscales (if not yet) and steps `optimizer` unless a gradient was inf/NaN; true if it stepped.
+  /// A fused optimizer (wrap_optimizer's `.fused = true`) takes the scale and the inf flag into
+  /// its kernel instead, as torch.optim's do: no host sync, and it returns true (whether the
+  /// kernel skipped is known on the device; steps_skipped() reads it).
   DTL_INLINE bool step(torch::optim::Optimizer& optimizer);
 
   /// Backs the scale off if any optimizer saw inf/NaN since the last update, else counts a clean
@@ -71,8 +75,8 @@ class GradScaler {
   /// Clean steps since the last growth or backoff (Python's `_growth_tracker`).
   [[nodiscard]] DTL_INLINE std::int64_t growth_tracker() const;
   /// Optimizer steps taken and skipped (inf/NaN) so far by this scaler.
-  [[nodiscard]] std::int64_t steps_taken() const noexcept { return taken_steps_; }
-  [[nodiscard]] std::int64_t steps_skipped() const noexcept { return skipped_steps_; }
+  [[nodiscard]] std::int64_t steps_taken() const { return taken_steps_ + fused_steps_ - fused_skipped(); }
+  [[nodiscard]] std::int64_t steps_skipped() const { return skipped_steps_ + fused_skipped(); }
 
   /// Python's keys: scale, growth_factor, backoff_factor, growth_interval, _growth_tracker ({}
   /// when disabled).
@@ -112,6 +116,11 @@ class GradScaler {
   bool deferred_ = false;  // set by context.step_optimizer on a batch that aggregates
   std::int64_t taken_steps_ = 0;
   std::int64_t skipped_steps_ = 0;
+  std::int64_t fused_steps_ = 0;     // fused steps, taken or skipped on the device
+  torch::Tensor skipped_on_device_;  // their inf flags, summed
+  [[nodiscard]] std::int64_t fused_skipped() const {
+    return skipped_on_device_.defined() ? static_cast<std::int64_t>(skipped_on_device_.sum().item<float>()) : 0;
+  }
 };
 
 }  // namespace dtl

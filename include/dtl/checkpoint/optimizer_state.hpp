@@ -14,6 +14,7 @@
 #include <dtl/detail/torch_compat.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/lr/param_group_keys.hpp>
+#include <dtl/optim/step_control.hpp>
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
@@ -323,6 +324,8 @@ bool try_load(torch::optim::Optimizer& o, const c10::IValue& v, const std::strin
 inline std::optional<c10::IValue> python_optimizer_state(torch::optim::Optimizer& opt) {
   using namespace torch::optim;
   std::optional<c10::IValue> out;
+  auto* control = dynamic_cast<StepControl*>(&opt);
+  if (control) control->sync_state();  // fused Adam's step counts live on the device
   // AdamW before Adam: neither derives from the other in LibTorch, but keep the specific first.
   optim_layout::try_save<SGD>(opt, out) || optim_layout::try_save<AdamW>(opt, out) ||
       optim_layout::try_save<Adam>(opt, out) || optim_layout::try_save<RMSprop>(opt, out) ||
@@ -333,6 +336,13 @@ inline std::optional<c10::IValue> python_optimizer_state(torch::optim::Optimizer
     for (std::size_t g = 0; g < keys.size() && g < groups.size(); ++g) {
       auto group = groups.get(g).toGenericDict();
       for (const auto& [k, v] : keys[g]) group.insert_or_assign(k, v);
+    }
+    for (std::size_t g = 0; control && g < groups.size(); ++g) {
+      // torch.optim records the choice: foreach None/True/False, fused None/True
+      auto group = groups.get(g).toGenericDict();
+      const auto& o = control->options();
+      if (o.foreach) group.insert_or_assign("foreach", *o.foreach);
+      if (o.fused && group.contains("fused")) group.insert_or_assign("fused", true);
     }
   }
   return out;

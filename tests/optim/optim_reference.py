@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""torch.optim's numbers for tests/optim/multi_tensor_test.cpp: one JSON spec per line on stdin,
+one JSON result per line on stdout. Each spec draws the parameters and, per step, the weights of a
+linear loss from torch.manual_seed(seed) in the same order as the C++ test, steps torch.optim's
+SGD/Adam/AdamW with the spec's foreach/fused choice (optionally under torch.amp.GradScaler on the
+spec's device, with an inf loss on one step), and reports every parameter and state tensor as float.hex
+strings, so the comparison is bit for bit."""
+import json
+import sys
+
+import torch
+
+
+def hexes(t):
+    return [float(x).hex() for x in t.detach().double().flatten().tolist()]
+
+
+def run(spec):
+    torch.manual_seed(spec["seed"])
+    dtypes = {"float32": torch.float32, "float64": torch.float64}
+    dev = torch.device(spec["device"])  # drawn on the CPU, moved there
+    params = [torch.randn(s, dtype=dtypes[d]).to(dev).requires_grad_() for s, d in zip(spec["shapes"], spec["dtypes"])]
+    split = spec["split"]  # params[:split] in group 0, the rest in group 1 (lr2)
+    kw = dict(spec["kwargs"])
+    impl = spec["impl"]
+    if impl == "fused":
+        kw["fused"] = True
+    elif impl != "default":  # default: torch.optim's own choice (foreach on CUDA)
+        kw["foreach"] = impl == "foreach"
+    groups = [{"params": params[:split]}]
+    if split < len(params):
+        groups.append({"params": params[split:], "lr": spec["lr2"]})
+    opt = getattr(torch.optim, spec["optimizer"])(groups, **kw)
+    scaler = torch.amp.GradScaler(dev.type, init_scale=spec["scale"], growth_interval=2) if spec["scaler"] else None
+    for step in range(spec["steps"]):
+        weights = [torch.randn(p.shape, dtype=p.dtype).to(dev) for p in params]
+        loss = sum((p * w).sum() for p, w in zip(params, weights))
+        if step == spec["inf_step"]:
+            loss = loss * float("inf")
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            if spec["unscale_first"]:
+                scaler.unscale_(opt)
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+        opt.zero_grad()
+    state = []
+    for p in params:
+        st = opt.state.get(p, {})
+        state.append({k: (hexes(v) if isinstance(v, torch.Tensor) else [float(v).hex()])
+                      for k, v in st.items() if v is not None})
+    return {"params": [hexes(p) for p in params], "state": state,
+            "scale": scaler.get_scale() if scaler is not None else None}
+
+
+for line in sys.stdin:
+    if line.strip():
+        print(json.dumps(run(json.loads(line))), flush=True)
