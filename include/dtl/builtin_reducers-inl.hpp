@@ -140,6 +140,41 @@ DTL_INLINE void MetricCollector::reset_keys() {
   batches_ = 0;
 }
 
+DTL_INLINE void MetricCollector::to_host() {
+  // Gathered per device: pointers to the entries, and their tensors in the same order.
+  std::vector<Entry*> entries;
+  std::vector<torch::Tensor> tensors;
+  for (bool more = true; more;) {
+    more = false;
+    entries.clear();
+    tensors.clear();
+    std::optional<torch::Device> device;
+    for (auto& col : columns_)
+      for (auto& e : col) {
+        if (!e.tensor.defined() || e.tensor.dim() != 0 || e.tensor.device().is_cpu()) continue;
+        const auto t = e.tensor.scalar_type();
+        if (t != torch::kFloat && t != torch::kDouble) continue;  // others keep their own numpy dtype's mean
+        if (!device) device = e.tensor.device();
+        if (e.tensor.device() != *device) {
+          more = true;  // another device: the next pass
+          continue;
+        }
+        entries.push_back(&e);
+        tensors.push_back(e.tensor);
+      }
+    if (entries.empty()) return;
+    // torch.stack promotes (float32 and float64 together stack as float64, exactly).
+    auto host = torch::stack(tensors).to(torch::kCPU).to(torch::kDouble).contiguous();
+    const double* v = host.data_ptr<double>();
+    for (std::size_t k = 0; k < entries.size(); ++k) {
+      auto& e = *entries[k];
+      e.float32 = e.tensor.scalar_type() == torch::kFloat;
+      e.number = v[k];
+      e.tensor = torch::Tensor();
+    }
+  }
+}
+
 DTL_INLINE torch::Tensor MetricCollector::stacked(std::size_t i) const {
   const auto& col = columns_[i];
   bool numbers = true;

@@ -77,6 +77,11 @@ class MetricCollector {
   DTL_INLINE void add(const Metrics& m, const char* phase);
   /// Forget the metric names too (a new fit, or names that may legitimately change).
   DTL_INLINE void reset_keys();
+  /// Brings every scalar kept on a device to the host as a number, in one stack and one copy per
+  /// device for all metrics and batches (the only device work reporting does), so that reducing
+  /// costs the same whatever the number of metrics. Values are exact (float32 becomes a double
+  /// flagged float32: numpy's mean of it is Determined's). Once per workload, before reducing.
+  DTL_INLINE void to_host();
   [[nodiscard]] std::int64_t batches() const noexcept { return batches_; }
   [[nodiscard]] const std::vector<std::string>& keys() const noexcept { return keys_; }
   /// One batch's value: a tensor, or (`tensor` undefined) a plain number.

@@ -350,6 +350,7 @@ class Trainer {
   }
 
   void end_workload(Clock::duration elapsed, std::int64_t records, bool progress_due) {
+    collector_.to_host();
     const auto report = detail::reduce_training_workload(collector_, loop_.reducers(), records, ctx_.distributed());
     MetricsJson timings = nullptr;
     if (opts_.profiling_enabled) {
@@ -438,6 +439,7 @@ class Trainer {
         if (opts_.test_mode) break;
       }
       detail::notify(callbacks_, &PyTorchCallback::on_validation_epoch_end, outputs);
+      val_collector_.to_host();
       metrics = detail::reduce_validation(val_collector_, trial_.evaluation_reducer(), loop_.reducers(), dist);
       batches = val_collector_.batches();
     } else {

@@ -2,8 +2,10 @@
 // GPU): device placement and pinned, non-blocking batches; autocast in float16 and bfloat16;
 // GradScaler's skip and back-off on a real float16 overflow; a checkpoint written on the GPU
 // resuming bit for bit (the CUDA generator included); the NCCL backend and the gradient
-// all-reduce on CUDA tensors; Kineto traces with the GPU's kernels.
+// all-reduce on CUDA tensors; Kineto traces with the GPU's kernels; the foreach and fused
+// optimizer steps (and the default, foreach on CUDA) equal to this machine's torch.optim bit for bit.
 #include "../core/test_trials.hpp"
+#include "../optim/optim_cases.hpp"
 
 #include <fstream>
 
@@ -291,4 +293,56 @@ TEST_CASE("cuda: set_profiler's Kineto traces hold the GPU's kernels beside trai
   CHECK(kernels > 0);
   CHECK(runtime > 0);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("on CUDA, foreach (the default) and fused SGD, Adam and AdamW give torch.optim's numbers bit for bit") {
+  if (auto why = test_support::python_torch_missing()) {
+    MESSAGE("skipped: " << *why);
+    return;
+  }
+  auto all = optim_test::specs("cuda");
+  for (const char* opt : {"SGD", "Adam"}) {  // the default choice, which is foreach on CUDA
+    optim_test::Spec s{.name = "default", .optimizer = opt, .impl = "default", .kwargs = {{"lr", 0.01}}};
+    if (std::string(opt) == "SGD") s.kwargs["momentum"] = 0.9;
+    s.device = "cuda";
+    all.push_back(s);
+  }
+  const auto py = optim_test::python_results(all);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const auto& s = all[i];
+    CAPTURE(s.name);
+    CAPTURE(s.optimizer);
+    CAPTURE(s.impl);
+    auto r = optim_test::run_dtl(s, s.steps);
+    for (std::size_t p = 0; p < r.params.size(); ++p) {
+      CAPTURE(p);
+      CHECK(optim_test::hexes(r.params[p]) == py[i]["params"][p].get<std::vector<std::string>>());
+    }
+    CHECK(optim_test::dtl_state(*r.opt, r.params) == py[i]["state"]);
+    if (s.scaler) CHECK(r.scaler->get_scale() == py[i]["scale"].get<double>());
+  }
+}
+
+TEST_CASE("metrics on CUDA reach the host in one copy per workload and average as Determined's np.mean") {
+  // Float32 losses on the GPU, 5 metrics a batch: to_host brings every 0-d value over at once;
+  // the mean is numpy's float32 mean of the values (Determined copies each batch's value to numpy).
+  dtl::detail::MetricCollector c;
+  torch::manual_seed(5);
+  auto values = torch::rand({37}) * 3;  // float32
+  for (std::int64_t b = 0; b < values.size(0); ++b) {
+    auto v = values[b].to(torch::kCUDA);
+    c.add(dtl::Metrics{{"loss", v}, {"a", v * 2}, {"b", v.to(torch::kDouble)}, {"c", 1.5}, {"d", v + 1}}, "training");
+  }
+  c.to_host();
+  for (std::size_t i = 0; i < c.keys().size(); ++i)
+    for (const auto& e : c.column(i)) CHECK_FALSE(e.tensor.defined());
+  auto rep = dtl::detail::reduce_training(c);
+  std::vector<float> f(values.data_ptr<float>(), values.data_ptr<float>() + values.size(0));
+  const auto want = static_cast<double>(dtl::detail::numpy_mean(std::span<const float>(f), dtl::detail::compat::numpy_sum_buffer));
+  CHECK(rep.avg_metrics["loss"].get<double>() == want);
+  CHECK(std::find(rep.float32_keys.begin(), rep.float32_keys.end(), "loss") != rep.float32_keys.end());
+  CHECK(std::find(rep.float32_keys.begin(), rep.float32_keys.end(), "b") == rep.float32_keys.end());  // float64
+  REQUIRE(rep.batch_metrics.size() == 37);
+  CHECK(rep.batch_metrics[4]["loss"].get<double>() == static_cast<double>(values[4].item<float>()));
+  CHECK(rep.batch_metrics[4]["c"].get<double>() == 1.5);
 }
