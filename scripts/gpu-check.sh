@@ -7,20 +7,24 @@
 #      all-reduce on CUDA tensors; Kineto traces holding the GPU's kernels;
 #   2. the flagship (Fashion-MNIST) on cuda:0, and resumed there from its checkpoint;
 #   3. the flagship on two ranks sharing the GPU over Gloo (torchrun);
-#   4. (--bench) bench/trainer_overhead on cuda:0: the Trainer against a hand-written loop;
+#   4. (--bench) bench/gpu_side_by_side.py (dtl, a LibTorch loop and PyTorch loops on the deep MLP
+#      and the flagship CNN; written into docs/benchmarks.md's "On a GPU" section) and
+#      bench/trainer_overhead on cuda:0 (the Trainer against a hand-written loop);
 #   5. the CPU suite of the same build (dtl_tests with CUDA hidden: it asserts CPU arithmetic),
 #      built while 1.-3. run, and run last.
 # It needs a GPU, a Python whose torch has CUDA, meson, ninja, g++ >= 12, and nlohmann-json,
 # yaml-cpp, doctest and zlib where the compiler finds them; it downloads nothing.
 #
 # usage: scripts/gpu-check.sh [--python PY] [--data DIR] [--out DIR] [--build DIR]
-#                             [--bench] [--no-cpu-suite] [--cuda-tests-only]
+#                             [--bench] [--bench-only] [--no-cpu-suite] [--cuda-tests-only]
 #   --python PY  the Python whose torch to build against (default: .venv/bin/python3, else python3)
 #   --data DIR   Fashion-MNIST's four .gz files (default: Debian's /usr/share/datasets/fashion-mnist)
 #   --out DIR    where logs and the summary go (default: build-gpu/check)
 #   --bench      also run bench/trainer_overhead --device=cuda
 #   --no-cpu-suite   skip 5.
 #   --cuda-tests-only   build and run tests/dtl_cuda_tests alone (1.)
+#   --bench-only   build and run the benchmarks alone (4.); with --cuda-tests-only first, in the same
+#                  --build directory, this splits the check into two shorter calls
 # Ends with "gpu-check: N passed, N failed"; exit status 0 if nothing failed, 2 without a GPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +35,7 @@ build=build-gpu
 bench=false
 cpu_suite=true
 cuda_only=false
+bench_only=false
 while [ $# -gt 0 ]; do
   case $1 in
     --python) python=$2; shift 2 ;;
@@ -40,6 +45,7 @@ while [ $# -gt 0 ]; do
     --bench) bench=true; shift ;;
     --no-cpu-suite) cpu_suite=false; shift ;;
     --cuda-tests-only) cuda_only=true; cpu_suite=false; shift ;;
+    --bench-only) bench_only=true; bench=true; cpu_suite=false; shift ;;
     *) echo "gpu-check: unknown argument $1 (see the top of $0)" >&2; exit 2 ;;
   esac
 done
@@ -65,7 +71,7 @@ say "compiler: $("$cxx" --version | head -n1)"
 start=$(date +%s)
 if [ ! -f "$build/build.ninja" ]; then
   CXX=$cxx meson setup "$build" -Dtorch_prefix="$python" -Dcuda=true -Dtests=true -Dexamples=true \
-    -Dbenchmarks=$bench -Dbuildtype=release >"$out/setup.log" 2>&1 ||
+    -Dbenchmarks=true -Dbuildtype=release >"$out/setup.log" 2>&1 ||
     { tail -n 30 "$out/setup.log"; say "gpu-check: 0 passed, 1 failed (meson setup)"; exit 1; }
 fi
 build_targets() {  # log, target...: builds them, or says so and exits
@@ -77,9 +83,10 @@ build_targets() {  # log, target...: builds them, or says so and exits
     exit 1
   fi
 }
-targets=(tests/dtl_cuda_tests)
-$cuda_only || targets+=(examples/fashion_mnist)
-$bench && targets+=(bench/trainer_overhead)
+targets=()
+$bench_only || targets+=(tests/dtl_cuda_tests)
+$cuda_only || $bench_only || targets+=(examples/fashion_mnist)
+$bench && targets+=(bench/trainer_overhead bench/gpu_step)
 build_targets build.log "${targets[@]}"
 say "built ${targets[*]} in $(( $(date +%s) - start )) s"
 
@@ -103,8 +110,20 @@ doctest_summary() {  # the doctest summary lines of a log, into the summary
 
 # The bench first, on a quiet machine (the CPU suite's build starts after it).
 if $bench; then
-  check bench_cuda "$build/bench/trainer_overhead" --device=cuda 5
+  # The side by side (bench/gpu_side_by_side.py): dtl, a LibTorch hand loop and plain PyTorch loops
+  # (default, fused, foreach=False, one CUDA graph), fresh processes, rounds interleaved; its table
+  # becomes docs/benchmarks.md's "On a GPU" section (tools/write_gpu_table.py).
+  check bench_side_by_side "$python" bench/gpu_side_by_side.py --build "$build" --python "$python" \
+    --rounds "${DTL_GPU_BENCH_ROUNDS:-3}" --markdown "$out/gpu_side_by_side.md"
+  sed 's/^/    /' "$out/bench_side_by_side.log" | tee -a "$summary" >/dev/null
+  [ -f "$out/gpu_side_by_side.md" ] && python3 tools/write_gpu_table.py "$out/gpu_side_by_side.md" docs/benchmarks.md
+  check bench_cuda "$build/bench/trainer_overhead" --device=cuda "${DTL_GPU_BENCH_ROUNDS:-3}"
   sed -n '/^model/,/^|/p' "$out/bench_cuda.log" | grep -v '^|' | sed 's/^/    /' | tee -a "$summary"
+fi
+if $bench_only; then
+  say "gpu-check: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit
 fi
 builder=
 if $cpu_suite; then  # built while the GPU cases run
