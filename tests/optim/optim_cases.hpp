@@ -56,45 +56,30 @@ std::shared_ptr<torch::optim::Optimizer> make_optimizer(dtl::PyTorchTrialContext
   else if (s.impl != "default")
     o.foreach = s.impl == "foreach";
   const auto& k = s.kwargs;
-  auto groups = [&](auto base, auto second) {
+  // Group 0 with the options, group 1 with the same options at lr2: the optimizer O wrapped.
+  auto wrap = [&]<class O>(auto opts) -> std::shared_ptr<torch::optim::Optimizer> {
     std::vector<torch::optim::OptimizerParamGroup> g;
     g.emplace_back(a);
-    if (!b.empty()) g.emplace_back(b, std::make_unique<decltype(second)>(second));
-    return std::pair{std::move(g), base};
-  };
-  if (s.optimizer == "SGD") {
-    auto opts = torch::optim::SGDOptions(kw(k, "lr", 0.01))
-                    .momentum(kw(k, "momentum", 0))
-                    .dampening(kw(k, "dampening", 0))
-                    .weight_decay(kw(k, "weight_decay", 0))
-                    .nesterov(k.value("nesterov", false));
     auto second = opts;
     second.lr(s.lr2);
-    auto [g, base] = groups(opts, second);
-    return ctx.wrap_optimizer(torch::optim::SGD(std::move(g), base), o);
-  }
+    if (!b.empty()) g.emplace_back(b, std::make_unique<decltype(second)>(second));
+    return ctx.wrap_optimizer(O(std::move(g), opts), o);
+  };
+  if (s.optimizer == "SGD")
+    return wrap.template operator()<torch::optim::SGD>(torch::optim::SGDOptions(kw(k, "lr", 0.01))
+                                                           .momentum(kw(k, "momentum", 0))
+                                                           .dampening(kw(k, "dampening", 0))
+                                                           .weight_decay(kw(k, "weight_decay", 0))
+                                                           .nesterov(k.value("nesterov", false)));
   auto betas = std::make_tuple(0.9, 0.999);
   if (k.contains("betas")) betas = {k["betas"][0].get<double>(), k["betas"][1].get<double>()};
-  if (s.optimizer == "Adam") {
-    auto opts = torch::optim::AdamOptions(kw(k, "lr", 0.001))
-                    .betas(betas)
-                    .eps(kw(k, "eps", 1e-8))
-                    .weight_decay(kw(k, "weight_decay", 0))
-                    .amsgrad(k.value("amsgrad", false));
-    auto second = opts;
-    second.lr(s.lr2);
-    auto [g, base] = groups(opts, second);
-    return ctx.wrap_optimizer(torch::optim::Adam(std::move(g), base), o);
-  }
-  auto opts = torch::optim::AdamWOptions(kw(k, "lr", 0.001))
-                  .betas(betas)
-                  .eps(kw(k, "eps", 1e-8))
-                  .weight_decay(kw(k, "weight_decay", 0.01))
-                  .amsgrad(k.value("amsgrad", false));
-  auto second = opts;
-  second.lr(s.lr2);
-  auto [g, base] = groups(opts, second);
-  return ctx.wrap_optimizer(torch::optim::AdamW(std::move(g), base), o);
+  auto adam_like = [&](auto opts, double weight_decay) {
+    return opts.betas(betas).eps(kw(k, "eps", 1e-8)).weight_decay(kw(k, "weight_decay", weight_decay)).amsgrad(
+        k.value("amsgrad", false));
+  };
+  if (s.optimizer == "Adam")
+    return wrap.template operator()<torch::optim::Adam>(adam_like(torch::optim::AdamOptions(kw(k, "lr", 0.001)), 0.0));
+  return wrap.template operator()<torch::optim::AdamW>(adam_like(torch::optim::AdamWOptions(kw(k, "lr", 0.001)), 0.01));
 }
 
 /// A value as one exact spelling (C's %a; every NaN as "nan"), whichever side wrote it.

@@ -64,6 +64,11 @@ struct AdamLists {
 
 #if DTL_TORCH_2
 
+/// A fused kernel's optional argument: empty for an undefined tensor.
+inline std::optional<torch::Tensor> optional_tensor(const torch::Tensor& t) {
+  return t.defined() ? std::optional<torch::Tensor>(t) : std::nullopt;
+}
+
 /// torch.optim `_multi_tensor_sgd`. New momentum buffers are written into `l.momentum_buffers`
 /// for the caller to keep in the optimizer's state.
 inline void foreach_sgd(SgdLists& l, const SgdHyper& h) {
@@ -98,10 +103,8 @@ inline void foreach_sgd(SgdLists& l, const SgdHyper& h) {
 /// GradScaler skips (inf/NaN) Python keeps uninitialized memory as the momentum, dtl zeros.
 inline void fused_sgd(SgdLists& l, const SgdHyper& h, const AmpArgs& amp) {
   torch::NoGradGuard no_grad;
-  const std::optional<torch::Tensor> scale =
-      amp.grad_scale.defined() ? std::optional<torch::Tensor>(amp.grad_scale) : std::nullopt;
-  const std::optional<torch::Tensor> inf =
-      amp.found_inf.defined() ? std::optional<torch::Tensor>(amp.found_inf) : std::nullopt;
+  const auto scale = optional_tensor(amp.grad_scale);
+  const auto inf = optional_tensor(amp.found_inf);
   if (h.momentum == 0) {
     at::_fused_sgd_(l.params, l.grads, {}, h.weight_decay, h.momentum, h.lr, h.dampening, h.nesterov,
                     /*maximize=*/false, /*is_first_step=*/false, scale, inf);
@@ -154,10 +157,8 @@ inline void foreach_adam(AdamLists& l, const AdamHyper& h) {
 /// where GradScaler found an inf/NaN (the kernel then leaves everything else untouched).
 inline void fused_adam(AdamLists& l, const AdamHyper& h, const AmpArgs& amp) {
   torch::NoGradGuard no_grad;
-  const std::optional<torch::Tensor> scale =
-      amp.grad_scale.defined() ? std::optional<torch::Tensor>(amp.grad_scale) : std::nullopt;
-  const std::optional<torch::Tensor> inf =
-      amp.found_inf.defined() ? std::optional<torch::Tensor>(amp.found_inf) : std::nullopt;
+  const auto scale = optional_tensor(amp.grad_scale);
+  const auto inf = optional_tensor(amp.found_inf);
   at::_foreach_add_(l.steps, 1);
   if (h.decoupled)
     at::_fused_adamw_(l.params, l.grads, l.exp_avgs, l.exp_avg_sqs, l.max_exp_avg_sqs, l.steps, h.lr, h.beta1, h.beta2,
