@@ -71,8 +71,7 @@ DTL_INLINE void terminate_with_error_line() noexcept {
 DTL_INLINE void install_stop_signal_handlers() {
   // Async-signal-safe only: lock-free atomics, write(2), signal, raise.
   auto handler = +[](int sig) {
-    static std::atomic<int> received{0};
-    const int n = received.fetch_add(1) + 1;
+    const int n = stop_signal_count().fetch_add(1) + 1;
     int none = 0;
     stop_signal_flag().compare_exchange_strong(none, sig);  // the first signal names the exit status
     if (n == 1) {
@@ -89,6 +88,12 @@ DTL_INLINE void install_stop_signal_handlers() {
   };
   std::signal(SIGINT, handler);
   std::signal(SIGTERM, handler);
+  // A file-size limit (ulimit -f) kills with SIGXFSZ by default, printing nothing and leaving a
+  // half-written checkpoint directory; ignored, as Python ignores it, a write past the limit fails
+  // with EFBIG ("File too large") and is reported like a full disk. A handler of the program's own
+  // is left in place.
+  struct sigaction xfsz {};
+  if (::sigaction(SIGXFSZ, nullptr, &xfsz) == 0 && xfsz.sa_handler == SIG_DFL) std::signal(SIGXFSZ, SIG_IGN);
   static bool registered = false;
   if (!std::exchange(registered, true))
     std::atexit(+[] {
@@ -151,6 +156,10 @@ DTL_INLINE detail::ContextSetup make_setup(InitOptions opts, const CommandLine* 
   if (cl && cl->config) config_path = cl->config;
   nlohmann::json hparams = opts.hparams.is_null() ? nlohmann::json::object() : opts.hparams;
   std::optional<std::uint64_t> seed = opts.seed;
+  if (seed && *seed > kMaxSeed)
+    throw ConfigError("dtl: InitOptions.seed " + std::to_string(*seed) +
+                      " is out of range: a seed is from 0 to 4294967295 (2^32-1, numpy's RandomState range, which "
+                      "the samplers use)");
   s.aggregation_frequency = opts.aggregation_frequency;
   s.enable_tensorboard_logging = opts.enable_tensorboard_logging;
   s.average_aggregated_gradients = opts.average_aggregated_gradients;

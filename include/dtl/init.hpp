@@ -11,10 +11,12 @@
 #include <dtl/context.hpp>
 #include <dtl/detail/compiled_lib.hpp>
 #include <dtl/detail/device.hpp>
+#include <dtl/detail/signal_count.hpp>
 #include <dtl/distributed/distributed_context.hpp>
 #include <dtl/distributed/options.hpp>
 #include <dtl/errors.hpp>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>

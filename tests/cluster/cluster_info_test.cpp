@@ -132,6 +132,35 @@ TEST_CASE("a notebook or command on the cluster is not a trial") {
   CHECK_FALSE(dtl::detail::cluster_info_from_environment().has_value());
 }
 
+TEST_CASE("a DET_MASTER that can never work, or a token with a control character, fails at once") {
+  auto with = [](const char* key, const std::string& value) {
+    auto vars = full_environment();
+    vars[key] = value;
+    TrialEnvironment env(vars);
+    return error_of<dtl::ConfigError>([] { (void)dtl::detail::cluster_info_from_environment(); });
+  };
+  // Round three: each of these was retried for the whole DTL_MASTER_RETRY_SECONDS budget.
+  CHECK(contains(with("DET_MASTER", "http://master:99999"), "the port '99999' is not from 1 to 65535"));
+  CHECK(contains(with("DET_MASTER", "http://master:80a"), "the port '80a'"));
+  CHECK(contains(with("DET_MASTER", "http://master:"), "an empty port"));
+  CHECK(contains(with("DET_MASTER", "ftp://master:21"), "the scheme 'ftp' is neither http nor https"));
+  CHECK(contains(with("DET_MASTER", "http://:8080"), "no host"));
+  CHECK(contains(with("DET_MASTER", "http://mas ter:8080"), "a space or a control character"));
+  CHECK(contains(with("DET_MASTER", "http://[::1:8080"), "an unclosed '['"));
+  CHECK(contains(with("DET_MASTER", "http://master:99999"), "DET_MASTER 'http://master:99999' is not a master's address"));
+  for (const char* ok : {"master:8080", "http://10.0.0.1:8080/", "https://[::1]:8443", "https://master.example"}) {
+    auto vars = full_environment();
+    vars["DET_MASTER"] = ok;
+    TrialEnvironment env(vars);
+    CHECK_NOTHROW((void)dtl::detail::cluster_info_from_environment());
+  }
+  // A token with CR/LF would have become another header of every request.
+  CHECK(contains(with("DET_SESSION_TOKEN", "tok\r\nX-Evil: 1"), "DET_SESSION_TOKEN holds a control character (byte 13 at position 3)"));
+  // Ids go into request paths escaped.
+  CHECK(dtl::detail::url_segment("7.abcd.2") == "7.abcd.2");
+  CHECK(dtl::detail::url_segment("a/b c?d") == "a%2Fb%20c%3Fd");
+}
+
 TEST_CASE("malformed values are named") {
   auto vars = full_environment();
   vars["DET_TRIAL_RUN_ID"] = "two";

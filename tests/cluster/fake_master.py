@@ -56,6 +56,7 @@ Faults (--fault, repeatable):
     500:REGEX:COUNT      answer 500 to the first COUNT requests whose "METHOD /path" matches REGEX
                          (any status: 400:REGEX:COUNT refuses them)
     delay:REGEX:SECONDS  sleep SECONDS before answering each matching request
+    body:REGEX:JSON      answer every matching request (REGEX without a colon) 200 with JSON as its body
     down-after:N         after answering the Nth request, close the listening socket and drop every
                          request that still arrives on a kept-alive connection unanswered (the
                          process stays up until SIGTERM/SIGINT, so its record is complete)
@@ -106,6 +107,9 @@ class Fault:
             self.regex, self.seconds = re.compile(regex), float(seconds)
         elif kind == "down-after":
             self.after = int(rest)
+        elif kind == "body":
+            regex, _, body = rest.partition(":")
+            self.regex, self.body = re.compile(regex), json.loads(body)
         else:
             raise ValueError(f"unknown fault {spec!r}")
 
@@ -218,8 +222,11 @@ class Handler(BaseHTTPRequestHandler):
                         f.left -= 1
                         injected = f.status
                         break
+            replaced = next((f for f in st.faults if f.kind == "body" and f.regex.search(line)), None)
             if injected:
                 status, response = injected, {"code": 13, "message": "injected fault", "details": []}
+            elif replaced:
+                status, response = 200, replaced.body
             else:
                 try:
                     status, response = self._route(method, path, query, body, body_text)

@@ -14,12 +14,22 @@ with faults, one case at a time. Each case states what must hold:
   master_gone        the master closes its socket after 6 answers: the run fails within a bound,
                      naming the checkpoint registrations that never reached it; they are on
                      storage, complete. On 2 ranks (torchrun) too: both ranks exit, non-zero.
+  signal_ends_flush_wait  the master goes away; fit's final flush says after 2 s what it waits for
+                     and for how long, and a SIGTERM then ends the wait at once (status non-zero, the
+                     reports never delivered named; the checkpoints on storage complete).
+  killed_before_registration  SIGKILL while checkpoint registrations are still queued: the
+                     rescheduled run removes the checkpoint the master never heard of (newer than
+                     the one it resumes from), says so, and finishes with every checkpoint on
+                     storage registered.
   refused_registration  the master refuses (400) the first checkpoint's registration: the run
                      fails naming the checkpoint and where it is on storage; it is there.
   preempted_mid_run  preemption is set when the checkpoint at 12 is registered (during training,
                      timing-dependent): the run stops at a later boundary, acknowledges, writes and
                      registers its stop checkpoint and exits 0; every checkpoint on storage is
                      registered, and the last one registered is where it stopped.
+  preempt_wrong_type  the preemption poll answers "preempt" as "yes", "false", 1, null or an object:
+                     each run stops at its next boundary with its checkpoint registered and fails
+                     (status 1) naming the master and the poll.
   wrong_token        the allocation token is not the master's: dtl::init fails (status 2) naming the
                      token, before anything is written.
   master_down_at_start  no master listens: dtl::init retries within DTL_MASTER_RETRY_SECONDS and
@@ -46,6 +56,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -214,6 +225,85 @@ def case_master_gone(a, nproc=1):
             expect(trained[0] > 0 and len(set(trained)) == 1, f"{name}: batches trained per rank {trained}", c.log)
 
 
+def case_signal_ends_flush_wait(a):
+    """The master goes away; at the end of the run fit's final flush waits for it (up to the retry
+    budget, 600 s here): after 2 s it says so, for how long and how many reports are owed, and a
+    SIGTERM then ends the wait at once, the error naming what never reached the master."""
+    with Case(a, "signal_ends_flush_wait", faults=["down-after:6"], env={"DTL_MASTER_RETRY_SECONDS": "600"}) as c:
+        argv = [a.dtl, "--run-dir", os.path.join(c.work, "run")]
+        t0 = time.monotonic()
+        with open(c.log, "w") as f:
+            p = subprocess.Popen(argv, env=c.env, cwd=c.work, stdout=f, stderr=subprocess.STDOUT)
+            said = False
+            while time.monotonic() - t0 < 120 and p.poll() is None:
+                time.sleep(0.2)
+                with open(c.log) as g:
+                    if "dtl: waiting up to 631 s for the master at" in g.read():
+                        said = True
+                        break
+            expect(said, "signal_ends_flush_wait: no line saying what the final flush waits for", c.log)
+            t_signal = time.monotonic()
+            p.send_signal(signal.SIGTERM)
+            try:
+                rc = p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                raise Failure("signal_ends_flush_wait: the wait went on 20 s after SIGTERM")
+        with open(c.log) as g:
+            out = g.read()
+        expect(rc != 0, f"signal_ends_flush_wait: status {rc}, want a failure", c.log)
+        expect(time.monotonic() - t_signal < 20, "signal_ends_flush_wait: the signal did not end the wait", c.log)
+        expect("stopped waiting for the master" in out and "never reached it" in out,
+               "signal_ends_flush_wait: the error does not name what never reached the master", c.log)
+        stored_complete(c, "signal_ends_flush_wait")
+
+
+def published(work):
+    """The checkpoints on storage, without a write the kill interrupted (.tmp-*)."""
+    return {u: s for u, s in checkpoint_dirs(work).items() if not u.startswith(".")}
+
+
+def case_killed_before_registration(a):
+    """Every POST answered after 1.5 s, so the checkpoints' registrations queue behind the reports;
+    the trial is SIGKILLed once both its checkpoints are on storage and at least one is not
+    registered. The master reschedules it from its latest registered checkpoint: the new run
+    removes the checkpoint the master never heard of (newer than the one it resumes from), says
+    so, and finishes; at the end every checkpoint on storage is registered."""
+    with Case(a, "killed_before_registration", faults=["delay:^POST /api/v1/:1.5"]) as c:
+        argv = [a.dtl, "--run-dir", os.path.join(c.work, "run")]
+        with open(c.log, "w") as f:
+            p = subprocess.Popen(argv, env=c.env, cwd=c.work, stdout=f, stderr=subprocess.STDOUT)
+            t0 = time.monotonic()
+            ready = False
+            while time.monotonic() - t0 < 60 and p.poll() is None:
+                dirs = published(c.work)
+                registered = {ck["uuid"] for ck in c.master.state()["checkpoints"]}
+                if len(dirs) >= 2 and set(dirs) - registered:
+                    ready = True
+                    break
+                time.sleep(0.05)
+            p.kill()
+            p.wait()
+        expect(ready, "killed_before_registration: never saw two checkpoints on storage with one unregistered", c.log)
+        registered = {ck["uuid"]: ck["steps_completed"] for ck in c.state()["checkpoints"]}
+        orphans = set(published(c.work)) - set(registered)
+        expect(orphans, "killed_before_registration: every checkpoint got registered after all (nothing to test)")
+        latest = max(registered, key=registered.get) if registered else None
+        c.master.control("POST", "/_fake/next_run", {"run_id": 2})
+        c.env.update(cluster_env.trial_env(c.master.port, c.work, run_id=2, latest_checkpoint=latest,
+                                           steps_completed=registered.get(latest, 0)))
+        rc = c.run()
+        expect(rc == 0, f"killed_before_registration: the rescheduled run's status {rc}, want 0", c.log)
+        for uuid in orphans:
+            expect(f"dtl: removed checkpoint {uuid}" in c.output,
+                   f"killed_before_registration: {uuid} was not removed, or not said", c.log)
+        final = {ck["uuid"] for ck in c.state()["checkpoints"]}
+        on_storage = set(published(c.work))
+        expect(on_storage <= final, f"killed_before_registration: unregistered on storage: {sorted(on_storage - final)}")
+        left = [n for n in os.listdir(cluster_env.checkpoint_root(c.work)) if n.startswith(".dtl-unregistered-")]
+        expect(not left, f"killed_before_registration: markers left on storage: {left}")
+
+
 def case_refused_registration(a):
     with Case(a, "refused_registration", faults=["400:^POST /api/v1/checkpoints$:1"]) as c:
         rc = c.run()
@@ -238,6 +328,24 @@ def case_preempted_mid_run(a):
         expect(m is not None, "preempted_mid_run: no line saying where the preemption stopped it", c.log)
         expect(max(registered.values()) == int(m.group(1)),
                f"preempted_mid_run: stopped at {m.group(1)}, last registered {max(registered.values())}")
+
+
+def case_preempt_wrong_type(a):
+    """The preemption poll answered with a \"preempt\" that is not a boolean: the run stops at its next
+    boundary with a checkpoint (registered) and exits 1 naming the master and the poll, for each
+    wrong type (it threw on the poller thread and exited at once before)."""
+    for i, value in enumerate(['"yes"', '"false"', '1', 'null', '{"a": 1}']):
+        name = f"preempt_wrong_type_{i}"
+        poll = "^GET /api/v1/allocations/[^/]+/signals/preemption"
+        with Case(a, name, faults=[f"body:{poll}:{{\"preempt\": {value}}}"]) as c:
+            rc = c.run()
+            expect(rc == 1, f"{name}: status {rc}, want 1", c.log)
+            expect("answered the preemption poll" in c.output and "which is not true or false" in c.output
+                   and f":{c.master.port}" in c.output, f"{name}: the error does not name the master and the poll", c.log)
+            expect("json.exception" not in c.output, f"{name}: a raw JSON exception reached the user", c.log)
+            dirs = stored_complete(c, name)
+            registered = {ck["uuid"] for ck in c.state()["checkpoints"]}
+            expect(set(dirs) <= registered, f"{name}: on storage {sorted(dirs)}, registered {sorted(registered)}")
 
 
 def case_wrong_token(a):
@@ -349,7 +457,10 @@ CASES = {
     "master_gone": case_master_gone,
     "master_gone_2_ranks": lambda a: case_master_gone(a, nproc=2),
     "refused_registration": case_refused_registration,
+    "killed_before_registration": case_killed_before_registration,
+    "signal_ends_flush_wait": case_signal_ends_flush_wait,
     "preempted_mid_run": case_preempted_mid_run,
+    "preempt_wrong_type": case_preempt_wrong_type,
     "wrong_token": case_wrong_token,
     "master_down_at_start": case_master_down_at_start,
     "invalid_hp": case_invalid_hp,

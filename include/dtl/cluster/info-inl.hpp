@@ -160,7 +160,13 @@ DTL_INLINE std::optional<ClusterInfo> cluster_info_from_environment() {
   out.master_url = str("master_url");
   while (!out.master_url.empty() && out.master_url.back() == '/') out.master_url.pop_back();
   if (out.master_url.find("://") == std::string::npos) out.master_url = "http://" + out.master_url;
+  check_master_url(out.master_url, str("master_url"));
   out.session_token = str("session_token");
+  // A control character (CR/LF) in the token would become another header line of every request.
+  for (std::size_t i = 0; i < out.session_token.size(); ++i)
+    if (const auto c = static_cast<unsigned char>(out.session_token[i]); c < 0x20 || c == 0x7f)
+      throw ConfigError("dtl: DET_SESSION_TOKEN holds a control character (byte " + std::to_string(c) + " at position " +
+                        std::to_string(i) + "), which no token the master issues does; check how the environment was set");
   out.task_id = str("task_id");
   out.allocation_id = str("allocation_id");
   out.trial_id = cluster_env::to_int(v["trial_id"], "DET_TRIAL_ID");
@@ -184,6 +190,59 @@ DTL_INLINE std::optional<ClusterInfo> cluster_info_from_environment() {
     out.latest_checkpoint = v["latest_checkpoint"].get<std::string>();
   if (const char* c = get("DET_MASTER_CERT_FILE")) out.cert_file = c;
   if (const char* c = get("DET_MASTER_CERT_NAME")) out.cert_name = c;
+  return out;
+}
+
+DTL_INLINE void check_master_url(const std::string& url, const std::string& given) {
+  auto fail = [&](const std::string& why) {
+    throw ConfigError("dtl: DET_MASTER '" + given + "' is not a master's address (" + why +
+                      "); it must be http[s]://HOST[:PORT], as Determined sets it in a trial container");
+  };
+  const auto scheme_end = url.find("://");
+  const std::string scheme = url.substr(0, scheme_end);
+  if (scheme != "http" && scheme != "https") fail("the scheme '" + scheme + "' is neither http nor https");
+  const std::string rest = url.substr(scheme_end + 3);
+  const std::string authority = rest.substr(0, rest.find('/'));
+  for (const char c : url)
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) fail("it holds a space or a control character");
+  std::string host = authority;
+  std::string port;
+  if (!authority.empty() && authority.front() == '[') {  // [IPv6]:port
+    const auto close = authority.find(']');
+    if (close == std::string::npos) fail("an unclosed '[' in the host");
+    host = authority.substr(0, close + 1);
+    if (close + 1 < authority.size()) {
+      if (authority[close + 1] != ':') fail("characters after the IPv6 address");
+      port = authority.substr(close + 2);
+      if (port.empty()) fail("an empty port");
+    }
+  } else if (const auto colon = authority.rfind(':'); colon != std::string::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+    if (port.empty()) fail("an empty port");
+  }
+  if (host.empty()) fail("no host");
+  if (host.find('@') != std::string::npos) fail("credentials in the address");
+  if (!port.empty()) {
+    const bool digits = port.size() <= 5 && std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || std::stol(port) < 1 || std::stol(port) > 65535) fail("the port '" + port + "' is not from 1 to 65535");
+  }
+}
+
+DTL_INLINE std::string url_segment(std::string_view s) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+        c == '_' || c == '~') {
+      out += ch;
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
   return out;
 }
 

@@ -8,10 +8,12 @@
 #include <dtl/detail/compiled_lib.hpp>
 #include <dtl/errors.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -55,6 +57,13 @@ DTL_INLINE std::filesystem::path checkpoint_directory(const nlohmann::json& stor
 /// and DET_TRIAL_ID set, or /run/determined/info/cluster.json present); nullopt elsewhere. A
 /// container that gives some of the variables but not all is a ConfigError naming the missing.
 DTL_INLINE std::optional<ClusterInfo> cluster_info_from_environment();
+
+/// DET_MASTER checked where it is read: http or https, a host, a port from 1 to 65535 if any
+/// (a malformed one was retried for the whole budget though it could never work). ConfigError.
+DTL_INLINE void check_master_url(const std::string& url, const std::string& given);
+
+/// One URL path segment, percent-encoded (an id from the environment goes into a request's path).
+DTL_INLINE std::string url_segment(std::string_view s);
 
 /// DET_EXPERIMENT_CONFIG as dtl's ExperimentConfig: the master's expconf has every key filled
 /// in, some of which a local config never has; those are dropped before the usual checks.

@@ -74,6 +74,9 @@ inline std::string hint(const HttpResponse& r) {
   return "";
 }
 
+/// A value from an answer, short enough for one error line.
+inline std::string excerpt(const std::string& s) { return s.size() <= 60 ? s : s.substr(0, 57) + "..."; }
+
 inline std::string seconds_text(std::chrono::milliseconds d) {
   char b[32];
   std::snprintf(b, sizeof b, "%g", static_cast<double>(d.count()) / 1000.0);
@@ -99,7 +102,14 @@ DTL_INLINE MasterSession::MasterSession(ClusterInfo info, MasterOptions options)
     throw ClusterError("dtl: the master at " + info_.master_url + " did not start the run (POST /api/v1/runs/start): " +
                        r.describe() + master_detail::hint(r));
   const auto answer = nlohmann::json::parse(r.body, nullptr, false);
-  if (answer.is_object() && answer.contains("storageId")) storage_id_ = answer["storageId"];
+  if (answer.is_object() && answer.contains("storageId")) {
+    if (!answer["storageId"].is_number_integer() && !answer["storageId"].is_null())
+      throw ClusterError("dtl: the master at " + info_.master_url +
+                         " answered the start of the run (POST /api/v1/runs/start) with storageId " +
+                         master_detail::excerpt(answer["storageId"].dump()) +
+                         ", not an integer; check that DET_MASTER points at a Determined master");
+    storage_id_ = answer["storageId"];
+  }
   sender_ = std::thread([this] { send_loop(); });
   active_master_session() = this;
 }
@@ -166,10 +176,11 @@ DTL_INLINE HttpResponse MasterSession::call(std::string_view method, const std::
 }
 
 DTL_INLINE void MasterSession::send(std::string method, std::string path, const nlohmann::json& body,
-                                    std::string what) {
+                                    std::string what, std::function<void()> delivered) {
   {
     std::lock_guard lock(mu_);
-    queue_.push_back({std::move(method), std::move(path), body.is_null() ? std::string() : body.dump(), std::move(what)});
+    queue_.push_back({std::move(method), std::move(path), body.is_null() ? std::string() : body.dump(), std::move(what),
+                      nullptr, std::move(delivered)});
   }
   cv_.notify_all();
 }
@@ -224,6 +235,7 @@ DTL_INLINE void MasterSession::send_loop() {
           failure_ = "dtl: the master at " + info_.master_url + " refused " + req.what + ": " + r.describe() +
                      master_detail::hint(r);
         queue_.pop_front();
+        if (r.ok() && req.delivered) req.delivered();
         if (warned) std::cerr << "dtl: the master at " << info_.master_url << " answers again\n";
         unreachable_ = false;
         failing_since.reset();
@@ -272,12 +284,35 @@ DTL_INLINE void MasterSession::flush() {
     std::unique_lock lock(mu_);
     if (!failure_) {
       const auto bound = opts_.retry_budget + opts_.request_timeout + std::chrono::seconds(1);
-      const bool done =
-          cv_.wait_for(lock, bound, [&] { return (queue_.empty() && !sending_) || failure_.has_value(); });
-      if (!done)
-        failure_ = "dtl: gave up waiting for the master at " + info_.master_url + " after " +
-                   master_detail::seconds_text(std::chrono::duration_cast<std::chrono::milliseconds>(bound)) +
-                   " s; these never reached it:" + queued_reports();
+      const auto deadline = std::chrono::steady_clock::now() + bound;
+      const auto bound_text =
+          master_detail::seconds_text(std::chrono::duration_cast<std::chrono::milliseconds>(bound));
+      auto delivered = [&] { return (queue_.empty() && !sending_) || failure_.has_value(); };
+      // A signal from here on (a second SIGTERM, Ctrl-C) ends the wait: the reports still owed are
+      // named in the error. The first few seconds are silent (a master that answers takes ms).
+      const int signals = stop_signal_count().load();
+      bool said = false;
+      for (auto slice = std::chrono::milliseconds(100); !delivered();) {
+        if (cv_.wait_for(lock, slice, delivered)) break;
+        const auto now = std::chrono::steady_clock::now();
+        if (stop_signal_count().load() != signals) {
+          failure_ = "dtl: stopped waiting for the master at " + info_.master_url +
+                     " (a signal); these never reached it:" + queued_reports();
+          break;
+        }
+        if (now >= deadline) {
+          failure_ = "dtl: gave up waiting for the master at " + info_.master_url + " after " + bound_text +
+                     " s; these never reached it:" + queued_reports();
+          break;
+        }
+        if (!said && now + bound - deadline >= std::chrono::seconds(2)) {
+          said = true;
+          const auto owed = queued_reports();
+          std::cerr << "dtl: waiting up to " << bound_text << " s for the master at " << info_.master_url
+                    << " to take " << std::count(owed.begin(), owed.end(), '\n')
+                    << " report(s) still queued (DTL_MASTER_RETRY_SECONDS); SIGTERM or Ctrl-C stops waiting\n";
+        }
+      }
     } else if (const auto left = queued_reports(); !left.empty()) {
       // Failed earlier: what was queued since (the stop checkpoint's registration) is named too.
       *failure_ += "\nand, queued since:" + left;
@@ -315,7 +350,7 @@ DTL_INLINE void MasterSession::watch_preemption() {
 
 DTL_INLINE void MasterSession::poll_loop() {
   auto client = make_client();
-  const std::string base = "/api/v1/allocations/" + info_.allocation_id + "/signals/preemption?timeout_seconds=";
+  const std::string base = "/api/v1/allocations/" + url_segment(info_.allocation_id) + "/signals/preemption?timeout_seconds=";
   int wait = 0;  // a quick first answer, then the long poll (as Determined's _PreemptionWatcher)
   while (!quit_poller_) {
     auto r = client.request("GET", base + std::to_string(wait), nullptr, std::chrono::seconds(wait + 10), &quit_poller_);
@@ -324,7 +359,30 @@ DTL_INLINE void MasterSession::poll_loop() {
     const bool first = !first_answer_.load();
     if (r.ok()) {
       const auto answer = nlohmann::json::parse(r.body, nullptr, false);
-      if (answer.is_object() && answer.value("preempt", false) == true) preempt_ = true;
+      const auto* preempt = answer.is_object() && answer.contains("preempt") ? &answer["preempt"] : nullptr;
+      if (preempt && !preempt->is_boolean()) {
+        // Not an answer dtl can act on: the run stops at its next boundary, with a checkpoint,
+        // naming this (a guess either way could lose the run or ignore a preemption).
+        {
+          std::lock_guard lock(mu_);
+          if (!failure_)
+            failure_ = "dtl: the master at " + info_.master_url + " answered the preemption poll (GET " +
+                       base.substr(0, base.find('?')) + ") with \"preempt\": " + master_detail::excerpt(preempt->dump()) +
+                       ", which is not true or false; the trial stopped with a checkpoint — check that DET_MASTER "
+                       "points at a Determined master";
+        }
+        cv_.notify_all();
+        preempt_ = false;
+        if (first) {
+          {
+            std::lock_guard lock(sleep_mu_);
+            first_answer_ = true;
+          }
+          sleep_cv_.notify_all();
+        }
+        return;
+      }
+      if (preempt && preempt->get<bool>()) preempt_ = true;
     }
     if (first) {  // answered or failed: the first boundary need not wait any longer
       {

@@ -16,12 +16,15 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+
+#include <dtl/detail/signal_count.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -77,7 +80,8 @@ class MasterSession {
   [[nodiscard]] const nlohmann::json& storage_id() const noexcept { return storage_id_; }
 
   /// Queues `method path body` to be sent in order; `what` names it in errors. Never blocks.
-  DTL_INLINE void send(std::string method, std::string path, const nlohmann::json& body, std::string what);
+  DTL_INLINE void send(std::string method, std::string path, const nlohmann::json& body, std::string what,
+                       std::function<void()> delivered = {});
   /// A request answered now, from the calling thread (retried within the budget): for the few
   /// calls whose answer the run needs. 4xx answers are returned, not thrown.
   DTL_INLINE HttpResponse call(std::string_view method, const std::string& path, const nlohmann::json* body,
@@ -93,7 +97,8 @@ class MasterSession {
   DTL_INLINE void check();
   /// Whether the sending thread met a failure check() would throw.
   [[nodiscard]] DTL_INLINE bool failed();
-  /// Waits until everything queued was delivered, then check(); bounded by the retry budget.
+  /// Waits until everything queued was delivered, then check(); bounded by the retry budget, said
+  /// after 2 s of waiting, and ended by a signal received meanwhile (detail::stop_signal_count).
   DTL_INLINE void flush();
 
   /// Waits up to `bound` for what is queued to be delivered; never throws (the last chance of a
@@ -111,6 +116,7 @@ class MasterSession {
   struct Request {
     std::string method, path, body, what;
     std::shared_ptr<std::promise<HttpResponse>> reply;  // ask(): answered once, never retried
+    std::function<void()> delivered;  // send(): called on the sending thread once the master took it
   };
   DTL_INLINE HttpClient make_client() const;
   /// "\n  what" for each queued report (not the asks), for an error; call with mu_ held.

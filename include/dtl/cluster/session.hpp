@@ -30,6 +30,12 @@ class ClusterSession {
     if (!chief) return;
     master_ = std::make_unique<MasterSession>(info_, master_options_from_environment());
     master_->watch_preemption();
+    settle_unregistered_checkpoints();
+  }
+  /// The file on storage that says checkpoint `uuid` of this trial is written but its
+  /// registration not yet taken by the master (ClusterStore writes it, and removes it then).
+  [[nodiscard]] std::filesystem::path unregistered_marker(const std::string& uuid) const {
+    return info_.checkpoint_dir / (".dtl-unregistered-" + std::to_string(info_.trial_id) + "-" + uuid);
   }
   [[nodiscard]] const ClusterInfo& info() const noexcept { return info_; }
   /// The chief's connection; null on the other ranks.
@@ -41,6 +47,52 @@ class ClusterSession {
   }
 
  private:
+  /// An earlier run of this trial killed (SIGKILL, the node lost) between writing a checkpoint and
+  /// the master taking its registration left it on storage, unknown to the master, which will
+  /// never collect it. One newer than the master's latest checkpoint (the one this run resumes
+  /// from) was certainly not registered (registrations go in order): it is removed, and said so.
+  /// An older one may have been (the run died before the marker went): it stays, and is named.
+  void settle_unregistered_checkpoints() {
+    namespace fs = std::filesystem;
+    const auto& dir = info_.checkpoint_dir;
+    const std::string prefix = unregistered_marker("").filename().string();
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) return;
+    auto steps_of = [&](const std::string& uuid) -> std::optional<std::int64_t> {
+      try {
+        const auto m = nlohmann::json::parse(read_file(dir / uuid / "metadata.json"));
+        return m.at("steps_completed").get<std::int64_t>();
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
+    };
+    const auto latest = info_.latest_checkpoint;
+    const auto latest_steps = latest ? steps_of(*latest) : std::optional<std::int64_t>(0);
+    std::vector<fs::path> markers;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.path().filename().string().starts_with(prefix)) markers.push_back(e.path());
+    for (const auto& marker : markers) {
+      const auto uuid = marker.filename().string().substr(prefix.size());
+      const auto ckpt = dir / uuid;
+      if (fs::exists(ckpt, ec) && (!latest || uuid != *latest)) {
+        const auto steps = steps_of(uuid);
+        const std::string batch = steps ? " (batch " + std::to_string(*steps) + ")" : std::string();
+        if (latest_steps && (!steps || *steps > *latest_steps)) {
+          fs::remove_all(ckpt, ec);
+          std::cerr << "dtl: removed checkpoint " << uuid << batch << " from " << dir.string()
+                    << ": an earlier run of this trial wrote it and stopped before the master registered it; this "
+                       "run resumes from "
+                    << (latest ? "the master's latest checkpoint " + *latest : std::string("the beginning")) << "\n";
+        } else {
+          std::cerr << "dtl: checkpoint " << ckpt.string() << batch
+                    << " may not be registered with the master (an earlier run of this trial stopped while "
+                       "registering it); it is older than the master's latest and stays on storage\n";
+        }
+      }
+      fs::remove(marker, ec);
+    }
+  }
+
   ClusterInfo info_;
   std::unique_ptr<MasterSession> master_;
 };
@@ -156,9 +208,18 @@ class ClusterStore final : public CheckpointStore {
                            {"state", "STATE_COMPLETED"},
                            {"training", nlohmann::json::object()}};
     if (!m->storage_id().is_null()) body["storageId"] = m->storage_id();
-    m->send("POST", "/api/v1/checkpoints", body,
-            "the registration of checkpoint " + c.uuid + " (batch " + std::to_string(c.steps_completed) +
-                "), which is on storage at " + c.dir.string());
+    // Until the master takes the registration, a marker beside the checkpoint says it is not
+    // registered: a run killed before that leaves it for the next run (settle_unregistered_checkpoints).
+    auto marker = s_->unregistered_marker(c.uuid);
+    write_file(marker, std::to_string(c.steps_completed) + "\n");
+    m->send(
+        "POST", "/api/v1/checkpoints", body,
+        "the registration of checkpoint " + c.uuid + " (batch " + std::to_string(c.steps_completed) +
+            "), which is on storage at " + c.dir.string(),
+        [marker] {
+          std::error_code ec;
+          std::filesystem::remove(marker, ec);
+        });
   }
 
   [[nodiscard]] std::optional<std::optional<double>> experiment_best_validation() override {
@@ -173,6 +234,12 @@ class ClusterStore final : public CheckpointStore {
     const auto answer = nlohmann::json::parse(r.body, nullptr, false);
     if (r.ok() && answer.is_object() && answer.contains("metric") && answer["metric"].is_number())
       return std::optional<double>(answer["metric"].get<double>());
+    if (r.ok() && answer.is_object() && answer.contains("metric") && !answer["metric"].is_null()) {
+      std::cerr << "dtl: warning: the master answered the experiment's best validation with \"metric\": "
+                << master_detail::excerpt(answer["metric"].dump())
+                << ", not a number; checkpoint_policy best compares with this trial's own best this time\n";
+      return std::nullopt;
+    }
     if (r.ok()) return std::optional<double>();
     std::cerr << "dtl: warning: could not ask the master for the experiment's best validation (" << r.describe()
               << "); checkpoint_policy best compares with this trial's own best this time\n";
@@ -198,7 +265,7 @@ class ClusterPreemption final : public StopSource {
     if (m->failed()) return "the Determined master's failure";
     if (!m->preemption_requested()) return std::nullopt;
     if (!acked_) {
-      m->send("POST", "/api/v1/allocations/" + s_->info().allocation_id + "/signals/ack_preemption", nullptr,
+      m->send("POST", "/api/v1/allocations/" + url_segment(s_->info().allocation_id) + "/signals/ack_preemption", nullptr,
               "the acknowledgement of the preemption");
       acked_ = true;
     }
@@ -209,8 +276,11 @@ class ClusterPreemption final : public StopSource {
       return "stopped at batch " + std::to_string(batches) +
              " because the Determined master failed (below); the checkpoint is on storage";
     if (!acked_) return std::nullopt;
+    // Said before fit's flush delivers the registration and the acknowledgement: what has
+    // happened, and what is still to (a refused acknowledgement then fails the run, saying so).
     return "preempted by the Determined master at batch " + std::to_string(batches) +
-           ": checkpoint saved and registered; the trial exits 0 and the master reschedules it";
+           ": checkpoint saved; once the master has its registration and the acknowledgement, the trial exits 0 "
+           "and the master reschedules it";
   }
 
  private:
