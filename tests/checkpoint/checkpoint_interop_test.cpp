@@ -210,6 +210,16 @@ TEST_CASE("a corrupt, truncated or foreign checkpoint is a clear error, and the 
   CHECK_THROWS_WITH_AS(resume(), doctest::Contains(pth_name.c_str()), dtl::CheckpointError);
   std::filesystem::remove(pth);
   CHECK_THROWS_WITH_AS(resume(), doctest::Contains("state_dict.pth is missing"), dtl::CheckpointError);
+  // dtl's checkpoint without its trial_state.json is incomplete, not a Determined one (round three:
+  // it resumed from trial_state.pkl, silently without the checkpoint's seed).
+  std::filesystem::copy_file(backup, pth);
+  const auto json_state = ckpt / "trial_state.json";
+  const auto json_backup = ckpt.parent_path() / "trial_state.json.bak";
+  std::filesystem::rename(json_state, json_backup);
+  CHECK_THROWS_WITH_AS(resume(), doctest::Contains("is incomplete: trial_state.json is missing (dtl wrote it"),
+                       dtl::CheckpointError);
+  std::filesystem::rename(json_backup, json_state);
+  std::filesystem::remove(pth);
   std::ofstream(pth) << "not a checkpoint";
   CHECK_THROWS_WITH_AS(resume(), doctest::Contains("not a torch.save file"), dtl::CheckpointError);
   CHECK_THROWS_WITH_AS(

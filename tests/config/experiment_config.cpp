@@ -389,12 +389,13 @@ nested: {a: {b: [true, ~]}}
     CHECK(contains(parse_error("reproducibility: {experiment_seed: -5}"),
                    "reproducibility.experiment_seed: expected a non-negative integer"));
     CHECK(contains(parse_error("reproducibility: {experiment_seed: abc}"), "reproducibility.experiment_seed"));
-    // Every 64-bit seed (as --seed takes), and a clear word beyond it.
-    CHECK(dtl::parse_experiment_config("reproducibility: {experiment_seed: 18446744073709551615}", "e.yaml")
-              .experiment_seed() == 18446744073709551615u);
-    CHECK(contains(parse_error("reproducibility: {experiment_seed: 18446744073709551616}"),
-                   "reproducibility.experiment_seed: expected a seed from 0 to 2^64-1 (18446744073709551615), got a "
-                   "larger integer"));
+    // Every seed numpy's RandomState takes (as --seed), and a clear word beyond it.
+    CHECK(dtl::parse_experiment_config("reproducibility: {experiment_seed: 4294967295}", "e.yaml")
+              .experiment_seed() == 4294967295u);
+    for (const char* big : {"4294967296", "18446744073709551615", "18446744073709551616"})
+      CHECK(contains(parse_error(std::string("reproducibility: {experiment_seed: ") + big + "}"),
+                     "reproducibility.experiment_seed: expected a seed from 0 to 4294967295 (2^32-1, numpy's "
+                     "RandomState range, which the samplers use), got a larger integer"));
     CHECK(contains(parse_error("resources: {slots_per_trial: 0}"),
                    "resources.slots_per_trial: expected a positive integer"));
     CHECK(contains(parse_error("resources: [1]"), "resources: expected a mapping"));

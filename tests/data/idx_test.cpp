@@ -84,6 +84,11 @@ TEST_CASE("read_idx: a missing, foreign, truncated or corrupt file is a DataErro
     return test_support::error_of<dtl::DataError>([&] { (void)dtl::read_idx(dir / name); });
   };
   CHECK(test_support::contains(error("nope"), (dir / "nope").string() + " does not exist"));
+  // An empty file (round three: it was "not an IDX file (its first two bytes are not zero)").
+  write_plain(dir / "zero.gz", "");
+  CHECK(test_support::contains(error("zero.gz"), (dir / "zero.gz").string() + " is empty (0 bytes)"));
+  write_gz(dir / "nothing.gz", "");
+  CHECK(test_support::contains(error("nothing.gz"), "decompresses to nothing"));
   write_plain(dir / "text", "hello, world");
   CHECK(test_support::contains(error("text"), "is not an IDX file"));
   write_plain(dir / "type", idx_bytes(0x07, {1}, "x"));

@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -109,9 +111,13 @@ DTL_INLINE void fsync_path(const std::filesystem::path& p, bool directory) {
 }
 
 DTL_INLINE void write_file(const std::filesystem::path& p, const std::string& bytes) {
+  errno = 0;
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw std::runtime_error("dtl: checkpoint: cannot write " + p.string());
+  out.flush();
+  if (!out)
+    throw CheckpointError("dtl: checkpoint: cannot write " + p.string() +
+                          (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string()));
 }
 
 DTL_INLINE void sync_file_system(const std::filesystem::path& p) {
@@ -280,9 +286,19 @@ DTL_INLINE CheckpointSnapshot Checkpointer::snapshot(const TrialStateRefs& trial
 
 DTL_INLINE WrittenCheckpoint Checkpointer::write(const CheckpointSnapshot& snap) {
   namespace fs = std::filesystem;
-  fs::create_directories(storage_);
+  // In dtl's words, not libstdc++'s ("filesystem error: cannot create directories: ..."): a
+  // directory that became unwritable loses nothing already saved.
+  auto create = [&](const fs::path& dir) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec)
+      throw CheckpointError("dtl: checkpoint: cannot create the directory " + dir.string() + ": " + ec.message() +
+                            "; make " + storage_.string() +
+                            " writable (the checkpoints already there are untouched) and resume with --resume latest");
+  };
+  create(storage_);
   const auto tmp = storage_ / (".tmp-" + snap.target.uuid);
-  fs::create_directories(tmp);
+  create(tmp);
   save_pickle_archive(snap.state_dict, tmp / "state_dict.pth");
   for (const auto& [name, bytes] : snap.files) write_file(tmp / name, bytes);
   if (owned_) write_file(storage_ / ".latest.tmp", snap.target.uuid + "\n");
@@ -372,8 +388,21 @@ DTL_INLINE CheckpointState Checkpointer::load(const TrialStateRefs& trial, const
   namespace fs = std::filesystem;
   if (!fs::is_directory(dir))
     throw CheckpointError("dtl: checkpoint " + dir.string() + " does not exist (or is not a directory)");
-  // Determined's own checkpoints hold trial_state.pkl instead of trial_state.json.
-  const bool determined_state = !fs::exists(dir / "trial_state.json") && fs::exists(dir / "trial_state.pkl");
+  // Determined's own checkpoints hold trial_state.pkl instead of trial_state.json; dtl writes both
+  // (and names itself in metadata.json), so one of dtl's without its trial_state.json is incomplete,
+  // not Determined's: resuming it from the .pkl would lose its seed and data position silently.
+  const bool written_by_dtl = [&] {
+    std::error_code ec;
+    if (!fs::is_regular_file(dir / "metadata.json", ec)) return false;
+    const auto m = nlohmann::json::parse(std::ifstream(dir / "metadata.json"), nullptr, false);
+    return m.is_object() && m.contains("dtl_version");
+  }();
+  if (written_by_dtl && !fs::exists(dir / "trial_state.json"))
+    throw CheckpointError("dtl: checkpoint " + dir.string() +
+                          " is incomplete: trial_state.json is missing (dtl wrote it: the trial's seed, data position "
+                          "and best validation); restore the file or resume from another checkpoint");
+  const bool determined_state =
+      !written_by_dtl && !fs::exists(dir / "trial_state.json") && fs::exists(dir / "trial_state.pkl");
   for (const char* f : {"metadata.json", "state_dict.pth", determined_state ? "trial_state.pkl" : "trial_state.json"})
     if (!fs::exists(dir / f))
       throw CheckpointError("dtl: checkpoint " + dir.string() + " is incomplete or not a dtl checkpoint: " + f +

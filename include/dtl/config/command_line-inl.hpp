@@ -30,8 +30,8 @@ DTL_INLINE std::string CommandLine::usage(std::string_view program) {
       "                        (default ./runs/<timestamp>)\n"
       "  --resume latest|DIR   continue from the run directory's newest complete checkpoint,\n"
       "                        or from the checkpoint directory DIR\n"
-      "  --seed N              seed for every random number generator (overrides\n"
-      "                        reproducibility.experiment_seed)\n"
+      "  --seed N              seed for every random number generator, 0 to 4294967295\n"
+      "                        (overrides reproducibility.experiment_seed)\n"
       "  --device DEV          cpu, cuda or cuda:N (default: cuda:<local rank> where CUDA is\n"
       "                        available, else cpu)\n"
       "  --test-mode           train and validate one batch, checkpoint, and exit\n"
@@ -105,9 +105,13 @@ DTL_INLINE std::uint64_t parse_seed_flag(std::string_view value) {
   std::uint64_t seed = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seed);
   if (!is_decimal_digits(value) || ec != std::errc() || end != value.data() + value.size()) {
-    throw_bad_value("--seed",
-                    "'" + std::string(value) + "' is not a non-negative 64-bit integer; write e.g. --seed 42");
+    throw_bad_value("--seed", "'" + std::string(value) + "' is not a non-negative integer; write e.g. --seed 42");
   }
+  // The trial seed also seeds the samplers' numpy RandomState, whose range this is (a larger seed
+  // passed here and failed later, in the shuffle).
+  if (seed > kMaxSeed)
+    throw_bad_value("--seed", "'" + std::string(value) + "' is out of range: a seed is from 0 to 4294967295 (2^32-1, "
+                              "numpy's RandomState range, which the samplers use); write e.g. --seed 42");
   return seed;
 }
 

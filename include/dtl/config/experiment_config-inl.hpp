@@ -428,21 +428,18 @@ DTL_INLINE std::optional<std::int64_t> ExperimentConfig::save_trial_best() const
 }
 
 DTL_INLINE std::optional<std::uint64_t> ExperimentConfig::experiment_seed() const {
-  // Any 64-bit unsigned value, as --seed takes; YAML reads a longer integer as a float, which is
-  // named as what the user wrote: an integer beyond 64 bits.
+  // 0 to 2^32-1, as --seed takes (detail::kMaxSeed); YAML reads a longer integer as a float, which
+  // is named as what the user wrote: a larger integer.
   const nlohmann::json* value = detail::config_find(raw, source, {"reproducibility", "experiment_seed"});
   if (value == nullptr) return std::nullopt;
-  if (value->is_number_unsigned()) return value->get<std::uint64_t>();
-  if (value->is_number_integer() && value->get<std::int64_t>() >= 0)
-    return static_cast<std::uint64_t>(value->get<std::int64_t>());
-  constexpr double two_to_64 = 18446744073709551616.0;
-  const double d = value->is_number_float() ? value->get<double>() : -1.0;
-  if (std::isfinite(d) && d >= 0 && d == std::trunc(d) && d < two_to_64) return static_cast<std::uint64_t>(d);
+  const double d = value->is_number() ? value->get<double>() : -1.0;
+  const bool integer = value->is_number_integer() || (value->is_number_float() && std::isfinite(d) && d == std::trunc(d));
+  if (integer && d >= 0 && d <= static_cast<double>(detail::kMaxSeed))
+    return value->is_number_integer() ? value->get<std::uint64_t>() : static_cast<std::uint64_t>(d);
   detail::throw_at(source, "reproducibility.experiment_seed",
-                   std::isfinite(d) && d == std::trunc(d) && d >= two_to_64
-                       ? "expected a seed from 0 to 2^64-1 (18446744073709551615), got a larger integer (" +
-                             value->dump() + ")"
-                       : "expected a non-negative integer, got " + detail::describe_json(*value));
+                   integer && d >= 0 ? "expected a seed from 0 to 4294967295 (2^32-1, numpy's RandomState range, which "
+                                       "the samplers use), got a larger integer (" + value->dump() + ")"
+                                     : "expected a non-negative integer, got " + detail::describe_json(*value));
 }
 
 DTL_INLINE std::int64_t ExperimentConfig::aggregation_frequency() const {

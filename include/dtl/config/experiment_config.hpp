@@ -48,6 +48,10 @@ struct LengthSpec {
 
 namespace dtl::inline DTL_ABI::detail {
 
+/// The largest trial seed: it also seeds the samplers' numpy RandomState, whose range is
+/// [0, 2^32 - 1] (read where the seed is given: --seed, experiment_seed, InitOptions.seed).
+inline constexpr std::uint64_t kMaxSeed = 0xffffffffu;
+
 inline constexpr std::array<std::string_view, 3> length_unit_names = {"batches", "epochs", "records"};
 
 /// "batches", "epochs" or "records": the spelling Determined's configs use.
@@ -183,7 +187,7 @@ struct ExperimentConfig {
   /// `checkpoint_storage.save_trial_best` (>= 0): how many of the best checkpoints to keep.
   DTL_INLINE std::optional<std::int64_t> save_trial_best() const;
 
-  /// `reproducibility.experiment_seed` (>= 0).
+  /// `reproducibility.experiment_seed` (0 to 2^32-1, detail::kMaxSeed).
   DTL_INLINE std::optional<std::uint64_t> experiment_seed() const;
 
   /// `optimizations.aggregation_frequency` (> 0), default 1.

@@ -60,6 +60,12 @@ inline std::vector<std::uint8_t> read_maybe_gzipped(const std::filesystem::path&
 inline torch::Tensor read_idx(const std::filesystem::path& path) {
   const auto bytes = detail::read_maybe_gzipped(path);
   const std::string where = "dtl: read_idx: " + path.string();
+  if (bytes.empty()) {
+    std::error_code ec;
+    const bool zero = std::filesystem::file_size(path, ec) == 0 && !ec;
+    throw DataError(where + (zero ? " is empty (0 bytes)" : " decompresses to nothing (an empty gzip stream)") +
+                    ": an interrupted download or copy? Fetch or copy the file again");
+  }
   if (bytes.size() < 4 || bytes[0] != 0 || bytes[1] != 0)
     throw DataError(where + " is not an IDX file (its first two bytes are not zero)");
   const int code = bytes[2];
