@@ -134,7 +134,7 @@ class PythonSGD : public torch::optim::SGD, public StepControl {
         auto& l = buckets_.of(p);
         l.params.push_back(p);
         l.grads.push_back(p.grad());
-        auto it = state().find(p.unsafeGetTensorImpl());
+        auto it = state().find(compat::optimizer_state_key(p));
         l.momentum_buffers.push_back(
             it != state().end()
                 ? static_cast<torch::optim::SGDParamState&>(*it->second).momentum_buffer()
@@ -148,7 +148,7 @@ class PythonSGD : public torch::optim::SGD, public StepControl {
           foreach_sgd(l, h);
         if (h.momentum == 0) continue;
         for (std::size_t i = 0; i < l.params.size(); ++i) {
-          auto& slot = state()[l.params[i].unsafeGetTensorImpl()];
+          auto& slot = state()[compat::optimizer_state_key(l.params[i])];
           if (!slot) slot = std::make_unique<torch::optim::SGDParamState>();
           static_cast<torch::optim::SGDParamState&>(*slot).momentum_buffer(l.momentum_buffers[i]);
         }
@@ -186,7 +186,7 @@ class PythonSGD : public torch::optim::SGD, public StepControl {
       if (opt.weight_decay() != 0) d_p = d_p.add(p.data(), opt.weight_decay());
       if (opt.momentum() != 0) {
         torch::Tensor buf;
-        auto& slot = state()[p.unsafeGetTensorImpl()];
+        auto& slot = state()[compat::optimizer_state_key(p)];
         if (!slot) {
           buf = torch::clone(d_p).detach();
           auto fresh = std::make_unique<torch::optim::SGDParamState>();
@@ -291,7 +291,7 @@ class PythonAdamOf : public Base, public StepControl {
   }
 
   ParamState& state_of(const torch::Tensor& p, const AdamHyper& h) {
-    auto& slot = this->state()[p.unsafeGetTensorImpl()];
+    auto& slot = this->state()[compat::optimizer_state_key(p)];
     if (!slot) {
       auto fresh = std::make_unique<ParamState>();
       fresh->step(0);
@@ -306,7 +306,7 @@ class PythonAdamOf : public Base, public StepControl {
   /// The fused path's step tensor (already counting this step): made from the host count the
   /// first time, and after a checkpoint load replaced the state.
   torch::Tensor device_step(ParamState& st, const torch::Tensor& p) {
-    auto& slot = this->state()[p.unsafeGetTensorImpl()];
+    auto& slot = this->state()[compat::optimizer_state_key(p)];
     auto* f = dynamic_cast<FusedAdamState<ParamState>*>(slot.get());
     if (!f) {
       auto fused = std::make_unique<FusedAdamState<ParamState>>(st);
