@@ -74,9 +74,6 @@ inline std::string hint(const HttpResponse& r) {
   return "";
 }
 
-/// A value from an answer, short enough for one error line.
-inline std::string excerpt(const std::string& s) { return s.size() <= 60 ? s : s.substr(0, 57) + "..."; }
-
 inline std::string seconds_text(std::chrono::milliseconds d) {
   char b[32];
   std::snprintf(b, sizeof b, "%g", static_cast<double>(d.count()) / 1000.0);

@@ -42,6 +42,11 @@ struct MasterOptions {
   std::chrono::milliseconds max_backoff{std::chrono::seconds(16)};
 };
 
+namespace master_detail {
+/// A value from the master's answer, short enough for one error line.
+inline std::string excerpt(const std::string& s) { return s.size() <= 60 ? s : s.substr(0, 57) + "..."; }
+}  // namespace master_detail
+
 /// The options with the environment's overrides (DTL_MASTER_RETRY_SECONDS).
 DTL_INLINE MasterOptions master_options_from_environment();
 
