@@ -293,6 +293,7 @@ DTL_INLINE void MasterSession::flush() {
         if (cv_.wait_for(lock, slice, delivered)) break;
         const auto now = std::chrono::steady_clock::now();
         if (stop_signal_count().load() != signals) {
+          signalled_ = true;
           failure_ = "dtl: stopped waiting for the master at " + info_.master_url +
                      " (a signal); these never reached it:" + queued_reports();
           break;
@@ -333,6 +334,7 @@ DTL_INLINE bool MasterSession::preemption_requested() {
 }
 
 DTL_INLINE void MasterSession::drain(std::chrono::milliseconds bound) noexcept {
+  if (signalled_) return;  // the user already said to stop waiting
   try {
     std::unique_lock lock(mu_);
     cv_.wait_for(lock, bound, [&] { return queue_.empty() && !sending_; });

@@ -143,6 +143,7 @@ class MasterSession {
   std::optional<std::string> failure_;
   std::atomic<bool> quit_sender_{false};
   std::atomic<bool> abandon_{false};
+  std::atomic<bool> signalled_{false};  // a signal ended flush's wait: no further waits on the way out
   std::thread sender_;
 
   std::atomic<bool> preempt_{false};
