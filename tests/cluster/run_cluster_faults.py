@@ -289,7 +289,7 @@ def case_killed_before_registration(a):
         orphans = set(published(c.work)) - set(registered)
         expect(orphans, "killed_before_registration: every checkpoint got registered after all (nothing to test)")
         latest = max(registered, key=registered.get) if registered else None
-        c.master.control("POST", "/_fake/next_run", {"run_id": 2})
+        c.master.control("POST", "/_fake/next_run", {"run_id": 2, "allocation_id": cluster_env.allocation_id(2)})
         c.env.update(cluster_env.trial_env(c.master.port, c.work, run_id=2, latest_checkpoint=latest,
                                            steps_completed=registered.get(latest, 0)))
         rc = c.run()
