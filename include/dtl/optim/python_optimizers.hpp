@@ -45,16 +45,16 @@ inline void check_step_options(const OptimizerOptions& o, const char* name, bool
   if (o.fused && o.foreach && *o.foreach)
     throw InvalidExperimentException(std::string("dtl: wrap_optimizer(") + name +
                                      "): fused and foreach cannot both be true (as in torch.optim); choose one");
-  if (!has_multi_tensor && (o.fused || (o.foreach && *o.foreach)))
-    throw InvalidExperimentException(std::string("dtl: wrap_optimizer(") + name +
-                                     "): foreach and fused steps exist for SGD, Adam and AdamW only; "
-                                     "leave OptimizerOptions.foreach and .fused unset for this optimizer");
-#if !DTL_TORCH_2
+#if !DTL_TORCH_2  // first: on 1.13 every optimizer comes here as one without multi-tensor steps
   if (o.fused || (o.foreach && *o.foreach))
     throw InvalidExperimentException(std::string("dtl: wrap_optimizer(") + name +
                                      "): foreach and fused steps need LibTorch 2.x (this is 1.13); "
                                      "leave OptimizerOptions.foreach and .fused unset");
 #endif
+  if (!has_multi_tensor && (o.fused || (o.foreach && *o.foreach)))
+    throw InvalidExperimentException(std::string("dtl: wrap_optimizer(") + name +
+                                     "): foreach and fused steps exist for SGD, Adam and AdamW only; "
+                                     "leave OptimizerOptions.foreach and .fused unset for this optimizer");
 }
 
 /// Buckets of one group's parameters by device and dtype, in first-seen order (torch.optim's
