@@ -30,7 +30,6 @@ struct SgdHyper {
 /// One device-and-dtype bucket of an SGD group. `momentum_buffers[i]` undefined: no buffer yet.
 struct SgdLists {
   std::vector<torch::Tensor> params, grads, momentum_buffers;
-  std::vector<torch::Tensor> scratch;  // reused: the weight-decayed gradients, the buffers
   void clear() {
     params.clear();
     grads.clear();

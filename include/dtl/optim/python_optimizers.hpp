@@ -175,10 +175,9 @@ class PythonSGD : public torch::optim::SGD, public StepControl {
     return true;
   }
 
-  /// LibTorch's SGD step on one group: a temporary optimizer would lose the state, so the group's
-  /// other parameters are hidden by stepping the base with only this group's gradients defined.
+  /// The per-tensor arithmetic of LibTorch's SGD::step (Python's _single_tensor_sgd) on one group:
+  /// the default for a group not wholly on CUDA when another group is.
   void single_tensor_group(torch::optim::OptimizerParamGroup& group) {
-    // The per-tensor arithmetic of LibTorch's SGD::step (Python's _single_tensor_sgd), for one group.
     const auto& opt = static_cast<const torch::optim::SGDOptions&>(group.options());
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
