@@ -3,7 +3,8 @@
 same torch), each contender a fresh process, rounds interleaved with the order rotated, on two
 workloads: the deep MLP with Adam (48 parameter tensors: where per-tensor optimizers lose) and the
 flagship CNN with SGD momentum (launch-bound). Prints the median ms/step per contender with its
-range, and each contender's speed relative to the plain PyTorch loop's default (>1: faster).
+range, and each contender's speed relative to the plain PyTorch loop's default and to the PyTorch
+loop captured as one CUDA graph (>1: faster).
 
     gpu_side_by_side.py --build BUILD [--python PY] [--rounds R] [--batches N] [--markdown FILE]
 
@@ -31,6 +32,7 @@ def contenders(build, python):
     return [
         ("dtl (default: foreach on CUDA)", [step, "--runner=dtl", "--impl=default"]),
         ("dtl fused", [step, "--runner=dtl", "--impl=fused"]),
+        ("dtl with cuda_graphs", [step, "--runner=dtl", "--impl=graphs"]),
         ("dtl single-tensor", [step, "--runner=dtl", "--impl=single"]),
         ("LibTorch hand loop (LibTorch's optimizer)", [step, "--runner=hand"]),
         ("PyTorch loop, torch.optim default", py + ["--impl", "default"]),
@@ -87,21 +89,24 @@ def main():
                     times[name].append(ms)
         base = statistics.median(times["PyTorch loop, torch.optim default"]) if times[
             "PyTorch loop, torch.optim default"] else None
+        graph = statistics.median(times["PyTorch loop as one CUDA graph"]) if times[
+            "PyTorch loop as one CUDA graph"] else None
         lines.append("")
         lines.append(f"**{title}**")
         lines.append("")
-        lines.append("| contender | ms/step (median) | range | steps/s | vs PyTorch default |")
-        lines.append("| --- | --- | --- | --- | --- |")
+        lines.append("| contender | ms/step (median) | range | steps/s | vs PyTorch default | vs PyTorch CUDA graph |")
+        lines.append("| --- | --- | --- | --- | --- | --- |")
         for name, _ in cs:
             t = times[name]
             if not t:
-                lines.append(f"| {name} | did not run: {' '.join(errors.get(name, ['?']))} | | | |")
+                lines.append(f"| {name} | did not run: {' '.join(errors.get(name, ['?']))} | | | | |")
                 continue
             med = statistics.median(t)
             rel = f"{base / med:.2f}x" if base else "-"
-            lines.append(f"| {name} | {med:.3f} | {min(t):.3f}..{max(t):.3f} | {1e3 / med:.0f} | {rel} |")
+            rel_graph = f"{graph / med:.2f}x" if graph else "-"
+            lines.append(f"| {name} | {med:.3f} | {min(t):.3f}..{max(t):.3f} | {1e3 / med:.0f} | {rel} | {rel_graph} |")
         if not has_det:
-            lines.append("| Determined's Trainer | did not run: `determined` is not installed for this Python | | | |")
+            lines.append("| Determined's Trainer | did not run: `determined` is not installed for this Python | | | | |")
     text = "\n".join(lines)
     print(text)
     if args.markdown:

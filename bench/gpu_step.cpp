@@ -3,7 +3,7 @@
 // the device, timed per step after a warm-up.
 //
 //   gpu_step --runner=dtl|hand --model=mlp|cnn --optimizer=adam|sgd
-//            [--impl=default|single|foreach|fused] [--batches=N] [--warmup=W] [--device=cuda]
+//            [--impl=default|single|foreach|fused|graphs] [--batches=N] [--warmup=W] [--device=cuda]
 //
 // Models, the same in bench/gpu_step.py:
 //   mlp: 24 Linear(512, 512) with ReLU between (48 parameter tensors), batch 256, 10 classes
@@ -11,7 +11,8 @@
 //   cnn: the flagship's Net (examples/fashion_mnist.cpp: conv 16, conv 32, fc 128, dropout 0.25),
 //        batch 64 of 1x28x28, nll_loss of log_softmax.
 // Optimizers: Adam lr 1e-3; SGD lr 0.05 momentum 0.9. `dtl` wraps them with OptimizerOptions
-// from --impl (default: torch.optim's default, foreach on CUDA); `hand` is a LibTorch user's loop
+// from --impl (default: torch.optim's default, foreach on CUDA; graphs: FitOptions::cuda_graphs,
+// the step captured and replayed, its optimizer capturable); `hand` is a LibTorch user's loop
 // with LibTorch's own optimizer (per-tensor kernels), `--impl` ignored.
 // The dtl run reports every 100 batches (metrics.jsonl, TensorBoard), its loss returned as a metric.
 // Prints one line: {"runner":..., "ms_per_step":..., "steps":...}.
@@ -193,7 +194,8 @@ double with_dtl(const Args& a, const torch::Device& dev) {
   StepTrial trial(ctx, a, span);
   std::streambuf* old = std::cout.rdbuf(nullptr);
   dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{a.warmup + a.batches},
-                                .checkpoint_policy = dtl::CheckpointPolicy::none});
+                                .checkpoint_policy = dtl::CheckpointPolicy::none,
+                                .cuda_graphs = a.impl == "graphs"});
   std::cout.rdbuf(old);
   std::filesystem::remove_all(dir);
   return std::chrono::duration<double, std::milli>(span->end - span->start).count() / static_cast<double>(a.batches);

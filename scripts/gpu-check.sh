@@ -22,7 +22,8 @@
 #   --out DIR    where logs and the summary go (default: build-gpu/check)
 #   --bench      also run bench/trainer_overhead --device=cuda
 #   --no-cpu-suite   skip 5.
-#   --cuda-tests-only   build and run tests/dtl_cuda_tests alone (1.)
+#   --cuda-tests-only   build and run tests/dtl_cuda_tests alone (1.); with --bench, the benchmarks
+#                  after them, all built at once (one short device call)
 #   --bench-only   build and run the benchmarks alone (4.); with --cuda-tests-only first, in the same
 #                  --build directory, this splits the check into two shorter calls
 # Ends with "gpu-check: N passed, N failed"; exit status 0 if nothing failed, 2 without a GPU.
@@ -108,19 +109,24 @@ doctest_summary() {  # the doctest summary lines of a log, into the summary
   grep -E '^\[doctest\] (test cases|assertions)' "$1" | sed 's/^/    /' | tee -a "$summary"
 }
 
-# The bench first, on a quiet machine (the CPU suite's build starts after it).
-if $bench; then
-  # The side by side (bench/gpu_side_by_side.py): dtl, a LibTorch hand loop and plain PyTorch loops
-  # (default, fused, foreach=False, one CUDA graph), fresh processes, rounds interleaved; its table
-  # becomes docs/benchmarks.md's "On a GPU" section (tools/write_gpu_table.py).
-  check bench_side_by_side "$python" bench/gpu_side_by_side.py --build "$build" --python "$python" \
-    --rounds "${DTL_GPU_BENCH_ROUNDS:-3}" --markdown "$out/gpu_side_by_side.md"
-  sed 's/^/    /' "$out/bench_side_by_side.log" | tee -a "$summary" >/dev/null
-  [ -f "$out/gpu_side_by_side.md" ] && python3 tools/write_gpu_table.py "$out/gpu_side_by_side.md" docs/benchmarks.md
-  check bench_cuda "$build/bench/trainer_overhead" --device=cuda "${DTL_GPU_BENCH_ROUNDS:-3}"
-  sed -n '/^model/,/^|/p' "$out/bench_cuda.log" | grep -v '^|' | sed 's/^/    /' | tee -a "$summary"
-fi
+# The benchmarks (with --bench): on a quiet machine, so before the CPU suite's build starts, or
+# after the CUDA tests with --cuda-tests-only (the tests first: they decide whether it landed).
+run_bench() {
+  if $bench; then
+    # The side by side (bench/gpu_side_by_side.py): dtl, a LibTorch hand loop and plain PyTorch loops
+    # (default, fused, foreach=False, one CUDA graph), fresh processes, rounds interleaved; its table
+    # becomes docs/benchmarks.md's "On a GPU" section (tools/write_gpu_table.py).
+    check bench_side_by_side "$python" bench/gpu_side_by_side.py --build "$build" --python "$python" \
+      --rounds "${DTL_GPU_BENCH_ROUNDS:-3}" --markdown "$out/gpu_side_by_side.md"
+    sed 's/^/    /' "$out/bench_side_by_side.log" | tee -a "$summary" >/dev/null
+    [ -f "$out/gpu_side_by_side.md" ] && python3 tools/write_gpu_table.py "$out/gpu_side_by_side.md" docs/benchmarks.md
+    check bench_cuda "$build/bench/trainer_overhead" --device=cuda "${DTL_GPU_BENCH_ROUNDS:-3}"
+    sed -n '/^model/,/^|/p' "$out/bench_cuda.log" | grep -v '^|' | sed 's/^/    /' | tee -a "$summary"
+  fi
+}
+$cuda_only || $bench_only || run_bench
 if $bench_only; then
+  run_bench
   say "gpu-check: $passed passed, $failed failed"
   [ "$failed" -eq 0 ]
   exit
@@ -136,6 +142,7 @@ check cuda_tests "$build/tests/dtl_cuda_tests" --no-intro --success
 doctest_summary "$out/cuda_tests.log"
 grep -o "trace: .*kernel events.*events" "$out/cuda_tests.log" | head -n 1 | sed 's/^/    /' | tee -a "$summary"
 if $cuda_only; then
+  run_bench  # with --bench: after the tests
   say "gpu-check: $passed passed, $failed failed"
   [ "$failed" -eq 0 ]
   exit

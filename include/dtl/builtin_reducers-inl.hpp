@@ -134,6 +134,20 @@ DTL_INLINE void MetricCollector::add(const Metrics& m, const char* phase) {
   ++batches_;
 }
 
+DTL_INLINE void MetricCollector::add_row(const std::vector<std::string>& keys, const std::vector<torch::Tensor>& values,
+                                         const char* phase) {
+  if (batches_ == 0 && keys_.empty()) {
+    keys_ = keys;
+    columns_.resize(keys_.size());
+  } else if (keys != keys_) {
+    Metrics m;
+    for (const auto& k : keys) m.set(k, 0.0);
+    check_same_keys(keys_, m, phase);  // throws, naming the difference
+  }
+  for (std::size_t i = 0; i < values.size(); ++i) columns_[i].push_back({values[i], 0.0});
+  ++batches_;
+}
+
 DTL_INLINE void MetricCollector::reset_keys() {
   keys_.clear();
   columns_.clear();

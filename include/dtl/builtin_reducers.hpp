@@ -75,6 +75,10 @@ class MetricCollector {
  public:
   DTL_INLINE void clear();
   DTL_INLINE void add(const Metrics& m, const char* phase);
+  /// One batch's values as tensors in the order of `keys` (a CUDA graph's replayed outputs):
+  /// `add` without building a Metrics.
+  DTL_INLINE void add_row(const std::vector<std::string>& keys, const std::vector<torch::Tensor>& values,
+                          const char* phase);
   /// Forget the metric names too (a new fit, or names that may legitimately change).
   DTL_INLINE void reset_keys();
   /// Brings every scalar kept on a device to the host as a number, in one stack and one copy per

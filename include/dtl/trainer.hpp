@@ -29,6 +29,7 @@
 #include <dtl/builtin_reducers.hpp>
 #include <dtl/stop_source.hpp>
 #include <dtl/trainer/checkpoint_session.hpp>
+#include <dtl/trainer/cuda_graph_step.hpp>
 #include <dtl/trainer/data_position.hpp>
 #include <dtl/trainer/fit_options.hpp>
 #include <dtl/trainer/loop_access.hpp>
@@ -169,6 +170,16 @@ class Trainer {
       std::function<nlohmann::json()>& f;
       ~ClearPosition() { f = nullptr; }
     } clear_position{data_position_};
+    // FitOptions::cuda_graphs: checked now, captured after the warm-up batches, released at the end.
+    graph_.reset();
+    if (opts_.cuda_graphs)
+      if (auto setup = detail::prepare_cuda_graphs(opts_, ctx_, loop_.scaler(), loop_.apex() != nullptr,
+                                                   [this](const std::string& line) { console().note(line); }))
+        graph_.emplace(std::move(*setup), [this](const std::string& line) { console().note(line); });
+    struct ReleaseGraph {
+      std::optional<detail::CudaGraphStep>& g;
+      ~ReleaseGraph() { g.reset(); }
+    } release_graph{graph_};
     console().start_training(total_batches(epoch_len), state_.batches_trained);
 
     detail::notify(callbacks_, &PyTorchCallback::on_training_start);
@@ -188,6 +199,7 @@ class Trainer {
         reporter_->phase_started(RunPhase::training);
         bool fired_train = false, fired_val = false, fired_ckpt = false, fired_report = false;
         collector_.clear();
+        if (graph_) graph_->new_workload();
         for (auto& r : loop_.reducers()) r.ops->reset();
         const auto t0 = Clock::now();
         std::int64_t records = 0;
@@ -198,7 +210,8 @@ class Trainer {
           if (batch_idx % epoch_len == 0) detail::notify(callbacks_, &PyTorchCallback::on_training_epoch_start, epoch_idx);
 
           const auto t_data = profiling ? Clock::now() : Clock::time_point{};
-          auto batch = ctx_.to_device(std::move(*it));
+          // Under cuda_graphs the batch stays where the loader made it: it is copied into the graph's inputs.
+          auto batch = graph_ ? std::move(*it) : ctx_.to_device(std::move(*it));
           const auto t_step = profiling ? Clock::now() : Clock::time_point{};
           records += trial_.get_batch_length(batch);
           train_step(batch, epoch_idx, batch_idx);
@@ -273,6 +286,12 @@ class Trainer {
   template <class B>
   void train_step(B& batch, std::int64_t epoch_idx, std::int64_t batch_idx) {
     auto step = [&] {
+      if (graph_) [[unlikely]] {
+        graph_->train(
+            batch, [&](auto& b) { return Metrics(trial_.train_batch(b, epoch_idx, batch_idx)); }, collector_,
+            batch_idx);
+        return;
+      }
       if (auto* apex = loop_.apex()) [[unlikely]] {
         apex->begin_batch();
         {
@@ -563,6 +582,7 @@ class Trainer {
   std::optional<detail::Reporter> reporter_;
   std::optional<detail::RunSummary> summary_;
   std::optional<detail::CheckpointSession> checkpoints_;
+  std::optional<detail::CudaGraphStep> graph_;  // this fit's, under FitOptions::cuda_graphs on CUDA
   std::vector<std::shared_ptr<StopSource>> stop_sources_;
   std::vector<std::shared_ptr<MetricsSink>> extra_sinks_;
   std::vector<std::shared_ptr<StopSource>> extra_stop_sources_;

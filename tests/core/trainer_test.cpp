@@ -371,3 +371,71 @@ TEST_CASE("a run ends with a summary a user can act on: metric, checkpoints, com
   CHECK(text.find("--run-dir " + ctx.run_dir().string() + " --resume latest") != std::string::npos);
   std::filesystem::remove_all(ctx.run_dir());
 }
+
+TEST_CASE("cuda_graphs: what a replay would get wrong is refused at fit's start; on the CPU the run stays eager") {
+  // On the CPU there are no CUDA graphs: a note, then the very numbers of a run without them.
+  std::vector<nlohmann::json> training[2], validation[2];
+  double weight[2] = {0, 0};
+  std::string text;
+  for (int g = 0; g < 2; ++g) {
+    Record rec;
+    auto ctx = dtl::init(test::init_options(g ? "graphs-cpu" : "graphs-cpu-plain", 4, 0.01));
+    const auto out = console_of([&] {
+      LinearTrial trial(ctx, rec, {.train_size = 40, .identity = true});
+      dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{12},
+                                    .validation_period = dtl::Batch{6},
+                                    .reporting_period = dtl::Batch{4},
+                                    .cuda_graphs = g == 1});
+      weight[g] = trial.weight();
+    });
+    if (g) text = out;
+    training[g] = test::records(ctx.run_dir(), "training");
+    validation[g] = test::records(ctx.run_dir(), "validation");
+    std::filesystem::remove_all(ctx.run_dir());
+  }
+  INFO(text);
+  CHECK(text.find("cuda_graphs: the trial trains on cpu, where there are no CUDA graphs: every batch runs eagerly") !=
+        std::string::npos);
+  CHECK(weight[0] == weight[1]);
+  CHECK(training[0] == training[1]);
+  CHECK(validation[0] == validation[1]);
+
+  // Refused on every device, before the first batch, each in one line that names the fix.
+  auto refused = [](dtl::InitOptions o, auto&& setup, dtl::FitOptions fit, const std::string& what) {
+    Record rec;
+    auto ctx = dtl::init(std::move(o));
+    LinearTrial trial(ctx, rec, {.train_size = 16});
+    setup(ctx);
+    fit.max_length = dtl::Batch{4};
+    fit.quiet = true;
+    fit.cuda_graphs = true;
+    CAPTURE(what);
+    try {
+      dtl::Trainer(trial, ctx).fit(fit);
+      FAIL("not refused");
+    } catch (const std::exception& e) {
+      CHECK(std::string(e.what()).find(what) != std::string::npos);
+      CHECK(std::string(e.what()).find('\n') == std::string::npos);
+    }
+    CHECK(rec.batches == 0);
+    std::filesystem::remove_all(ctx.run_dir());
+  };
+  auto nothing = [](dtl::PyTorchTrialContext&) {};
+  refused(test::init_options("graphs-aggregation", 4, 0.01, 2), nothing, {}, "aggregation_frequency is 2");
+  refused(test::init_options("graphs-warmup"), nothing, {.cuda_graph_warmup = 0}, "must be at least 1");
+#if DTL_TORCH_2  // on 1.13 no optimizer has a capturable step, and dtl has no CUDA build
+  refused(
+      test::init_options("graphs-rmsprop"),
+      [](dtl::PyTorchTrialContext& ctx) {
+        ctx.wrap_optimizer(torch::optim::RMSprop(std::vector<torch::Tensor>{torch::zeros({1}, torch::requires_grad())}));
+      },
+      {}, "keeps its step count on the host");
+  refused(
+      test::init_options("graphs-foreach"),
+      [](dtl::PyTorchTrialContext& ctx) {
+        ctx.wrap_optimizer(torch::optim::SGD(std::vector<torch::Tensor>{torch::zeros({1}, torch::requires_grad())}, 0.1),
+                           {.foreach = true});
+      },
+      {}, "leave foreach unset");
+#endif
+}

@@ -346,3 +346,149 @@ TEST_CASE("metrics on CUDA reach the host in one copy per workload and average a
   CHECK(rep.batch_metrics[4]["loss"].get<double>() == static_cast<double>(values[4].item<float>()));
   CHECK(rep.batch_metrics[4]["c"].get<double>() == 1.5);
 }
+
+namespace {
+
+// FitOptions::cuda_graphs' trial: dropout (the CUDA generator inside the graph), Adam with weight
+// decay under a StepLR that halves the learning rate every 4 batches (the device lr tensor), an
+// optional float16 autocast with a GradScaler (its inf check and update inside the graph), and
+// metrics of three kinds: float32, float64 and an int64 count. 200 examples in batches of 16: a
+// partial batch of 8 ends each epoch of 13.
+class GraphTrial : public dtl::PyTorchTrial<GraphTrial> {
+ public:
+  GraphTrial(dtl::PyTorchTrialContext& ctx, bool amp, dtl::OptimizerOptions oo, bool host_sync = false)
+      : ctx_(ctx), amp_(amp), host_sync_(host_sync) {
+    torch::manual_seed(21);
+    model_ = ctx.wrap_model(torch::nn::Sequential(torch::nn::Linear(20, 64), torch::nn::ReLU(),
+                                                  torch::nn::Dropout(0.2), torch::nn::Linear(64, 4)));
+    opt_ = ctx.wrap_optimizer(
+        torch::optim::Adam(model_->parameters(), torch::optim::AdamOptions(0.01).weight_decay(0.01)), oo);
+    ctx.wrap_lr_scheduler(dtl::lr::StepLR(opt_, 4, 0.5), dtl::StepMode::STEP_EVERY_BATCH);
+    if (amp_) scaler_ = ctx.wrap_scaler(dtl::GradScaler({.init_scale = 1024.0, .growth_interval = 3}));
+    auto g = torch::make_generator<torch::CPUGeneratorImpl>(4);
+    x_ = torch::randn({200, 20}, g);
+    y_ = x_.narrow(1, 0, 4).argmax(1);
+  }
+  auto build_training_data_loader() {
+    return dtl::DataLoader(dtl::TensorDataset(x_, y_), {.batch_size = 16, .shuffle = true, .pin_memory = true});
+  }
+  auto build_validation_data_loader() { return dtl::DataLoader(dtl::TensorDataset(x_, y_), {.batch_size = 50}); }
+  dtl::Metrics train_batch(Batch& b, std::int64_t, std::int64_t) {
+    ++calls_;
+    auto& [x, y] = b;
+    torch::Tensor logits, loss;
+    {
+      std::optional<dtl::autocast> region;
+      if (amp_) region.emplace(torch::kCUDA, torch::kHalf);
+      logits = model_->forward(x);
+      loss = torch::cross_entropy_loss(logits, y);
+    }
+    if (host_sync_ && loss.item<float>() < 0) loss = loss * 2;  // waits for the GPU
+    if (amp_) {
+      ctx_.backward(scaler_->scale(loss));
+      ctx_.step_optimizer(opt_, scaler_);
+      scaler_->update();
+    } else {
+      ctx_.backward(loss);
+      ctx_.step_optimizer(opt_);
+    }
+    auto correct = (logits.argmax(1) == y).sum();
+    return {{"loss", loss}, {"loss64", loss.detach().to(torch::kDouble)}, {"correct", correct}};
+  }
+  dtl::Metrics evaluate_batch(Batch& b) {
+    return {{"validation_loss", torch::cross_entropy_loss(model_->forward(std::get<0>(b)), std::get<1>(b))}};
+  }
+  std::int64_t calls_ = 0;
+  std::shared_ptr<dtl::GradScaler> scaler_;
+  std::shared_ptr<torch::optim::Adam> opt_;
+
+ private:
+  dtl::PyTorchTrialContext& ctx_;
+  bool amp_, host_sync_;
+  torch::nn::Sequential model_{nullptr};
+  torch::Tensor x_, y_;
+};
+
+struct GraphRun {
+  std::vector<torch::Tensor> weights;
+  nlohmann::json optimizer_state;
+  std::vector<nlohmann::json> training, validation;
+  std::int64_t calls = 0;
+  double scale = 0;
+  std::int64_t steps_taken = 0;
+};
+
+GraphRun graph_run(const std::filesystem::path& dir, bool amp, bool graphs, std::int64_t batches,
+                   std::optional<std::filesystem::path> resume = std::nullopt) {
+  auto ctx = dtl::init(options(dir));
+  GraphTrial trial(ctx, amp, graphs ? dtl::OptimizerOptions{} : dtl::OptimizerOptions{.capturable = true});
+  dtl::FitOptions fit{.max_length = dtl::Batch{batches},
+                      .validation_period = dtl::Batch{10},
+                      .reporting_period = dtl::Batch{5},
+                      .quiet = true,
+                      .cuda_graphs = graphs};
+  fit.latest_checkpoint = resume;
+  dtl::Trainer(trial, ctx).fit(fit);
+  GraphRun r;
+  r.weights = weights(ctx);
+  std::vector<torch::Tensor> params;
+  for (const auto& p : ctx.models()[0]->parameters()) params.push_back(p);
+  r.optimizer_state = optim_test::dtl_state(*trial.opt_, params);
+  r.training = test::records(ctx.run_dir(), "training");
+  r.validation = test::records(ctx.run_dir(), "validation");
+  r.calls = trial.calls_;
+  if (amp) {
+    r.scale = trial.scaler_->get_scale();
+    r.steps_taken = trial.scaler_->steps_taken();
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("cuda: cuda_graphs replays give the eager capturable step's numbers bit for bit, and resume exactly") {
+  for (bool amp : {false, true}) {
+    CAPTURE(amp);
+    const auto base = test::temp_run_dir(amp ? "cuda-graphs-amp" : "cuda-graphs");
+    const auto eager = graph_run(base / "eager", amp, false, 30);
+    const auto graphs = graph_run(base / "graphs", amp, true, 30);
+    CHECK(eager.calls == 30);
+    // Three warm-up batches, the captured one, and the partial batches 12 and 25 (eager): the
+    // other 24 batches were replays, which do not run train_batch's host code.
+    CHECK(graphs.calls == 6);
+    CHECK(same(eager.weights, graphs.weights));
+    CHECK(eager.optimizer_state == graphs.optimizer_state);
+    CHECK(eager.training == graphs.training);  // per-batch metrics, averages, the three dtypes
+    CHECK(eager.validation == graphs.validation);
+    CHECK(eager.scale == graphs.scale);
+    CHECK(eager.steps_taken == graphs.steps_taken);
+    // A checkpoint written between replays resumes (with a new capture) to the same numbers.
+    graph_run(base / "resumed", amp, true, 20);
+    const auto resumed =
+        graph_run(base / "resumed", amp, true, 30, test::latest_checkpoint(base / "resumed"));
+    CHECK(same(resumed.weights, graphs.weights));
+    CHECK(resumed.optimizer_state == graphs.optimizer_state);
+    std::filesystem::remove_all(base);
+  }
+}
+
+// Last in the file: the failed capture it provokes must leave the device usable.
+TEST_CASE("cuda: cuda_graphs stops with one line, before the batch changes anything, when train_batch waits for the GPU") {
+  auto ctx = dtl::init(options(test::temp_run_dir("cuda-graphs-sync")));
+  GraphTrial trial(ctx, false, {}, /*host_sync=*/true);
+  const auto before = weights(ctx);
+  std::string what;
+  try {
+    dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{10}, .quiet = true, .cuda_graphs = true});
+  } catch (const dtl::InvalidExperimentException& e) {
+    what = e.what();
+  }
+  INFO(what);
+  CHECK(what.find("train_batch could not be captured into a CUDA graph at batch 3") != std::string::npos);
+  CHECK(what.find(".item()") != std::string::npos);
+  CHECK(what.find('\n') == std::string::npos);
+  CHECK(trial.calls_ == 4);
+  CHECK_FALSE(same(before, weights(ctx)));  // the three warm-up batches trained
+  CHECK(torch::ones({3}, torch::kCUDA).sum().item<float>() == 3.0f);  // the device still works
+  std::filesystem::remove_all(ctx.run_dir());
+}

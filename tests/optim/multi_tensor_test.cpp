@@ -95,8 +95,25 @@ TEST_CASE("foreach and fused: the misuses are errors that say what to do") {
   CHECK_THROWS_WITH_AS(ctx.wrap_optimizer(torch::optim::Adam(lin->parameters()), {.foreach = true, .fused = true}),
                        doctest::Contains("fused and foreach cannot both be true"), dtl::InvalidExperimentException);
   CHECK_THROWS_WITH_AS(ctx.wrap_optimizer(torch::optim::RMSprop(lin->parameters()), {.fused = true}),
-                       doctest::Contains("foreach and fused steps exist for SGD, Adam and AdamW only"),
+                       doctest::Contains("foreach, fused and capturable steps exist for SGD, Adam and AdamW only"),
                        dtl::InvalidExperimentException);
+  CHECK_THROWS_WITH_AS(ctx.wrap_optimizer(torch::optim::Adagrad(lin->parameters()), {.capturable = true}),
+                       doctest::Contains("exist for SGD, Adam and AdamW only"), dtl::InvalidExperimentException);
+  CHECK_THROWS_WITH_AS(ctx.wrap_optimizer(torch::optim::AdamW(lin->parameters()), {.foreach = true, .capturable = true}),
+                       doctest::Contains("capturable cannot be combined with foreach = true"),
+                       dtl::InvalidExperimentException);
+  // A learning rate changed while a CUDA graph is captured would be repeated by every replay.
+  {
+    auto adam = ctx.wrap_optimizer(torch::optim::Adam(lin->parameters(), 0.01), {.capturable = true});
+    (lin->forward(torch::ones({1, 2})).sum()).backward();
+    adam->step();  // writes the device lr
+    adam->param_groups()[0].options().set_lr(0.02);
+    dtl::detail::cuda_graph_capturing() = true;
+    CHECK_THROWS_WITH_AS(adam->step(), doctest::Contains("changed inside train_batch while it was captured"),
+                         dtl::InvalidExperimentException);
+    dtl::detail::cuda_graph_capturing() = false;
+    adam->step();  // outside a capture the new lr is simply written
+  }
   // An integer parameter cannot take a fused step: named at the step.
   auto ints = torch::zeros({2}, torch::kLong);
   ints.mutable_grad() = torch::ones({2}, torch::kLong);

@@ -31,6 +31,7 @@ struct Spec {
   int steps = 6;
   bool scaler = false;
   bool unscale_first = false;
+  bool halve_lr = false;  // every group's learning rate halved after each step (as a scheduler would)
   int inf_step = -1;
   double scale = 1024.0;
   std::uint64_t seed = 7;
@@ -39,7 +40,7 @@ struct Spec {
   [[nodiscard]] json to_json() const {
     return {{"optimizer", optimizer}, {"impl", impl}, {"kwargs", kwargs}, {"shapes", shapes},
             {"dtypes", dtypes}, {"split", split}, {"lr2", lr2}, {"steps", steps}, {"scaler", scaler},
-            {"unscale_first", unscale_first}, {"inf_step", inf_step}, {"scale", scale}, {"seed", seed},
+            {"unscale_first", unscale_first}, {"halve_lr", halve_lr}, {"inf_step", inf_step}, {"scale", scale}, {"seed", seed},
             {"device", device}};
   }
 };
@@ -53,6 +54,8 @@ std::shared_ptr<torch::optim::Optimizer> make_optimizer(dtl::PyTorchTrialContext
   dtl::OptimizerOptions o;
   if (s.impl == "fused")
     o.fused = true;
+  else if (s.impl == "capturable")
+    o.capturable = true;
   else if (s.impl != "default")
     o.foreach = s.impl == "foreach";
   const auto& k = s.kwargs;
@@ -142,6 +145,8 @@ Outcome run_dtl(const Spec& s, int steps) {
       r.opt->step();
     }
     r.opt->zero_grad();
+    if (s.halve_lr)
+      for (auto& g : r.opt->param_groups()) g.options().set_lr(g.options().get_lr() * 0.5);
   }
   std::filesystem::remove_all(ctx.run_dir());
   return r;
@@ -232,6 +237,19 @@ std::vector<Spec> specs(const std::string& device = "cpu") {
         s.inf_step = 2;
         v.push_back(s);
       }
+  // capturable: the fused kernels reading the learning rate from a float32 tensor, which follows
+  // the group's lr as it changes (Python: lr=torch.tensor(lr), filled by the scheduler).
+  for (const char* opt : {"SGD", "Adam", "AdamW"})
+    for (bool scaler : {false, true}) {
+      Spec s{.name = std::string("capturable, lr halved per step") + (scaler ? ", GradScaler" : ""), .optimizer = opt,
+             .impl = "capturable", .kwargs = {{"lr", 0.01}}};
+      if (std::string(opt) == "SGD") s.kwargs = {{"lr", 0.05}, {"momentum", 0.9}, {"weight_decay", 0.01}};
+      if (std::string(opt) == "Adam") s.kwargs = {{"lr", 0.01}, {"amsgrad", true}, {"weight_decay", 0.1}};
+      s.halve_lr = true;
+      s.scaler = scaler;
+      s.inf_step = scaler ? 2 : -1;
+      v.push_back(s);
+    }
   for (auto& s : v) s.device = device;
   return v;
 }

@@ -23,13 +23,19 @@ def run(spec):
     split = spec["split"]  # params[:split] in group 0, the rest in group 1 (lr2)
     kw = dict(spec["kwargs"])
     impl = spec["impl"]
-    if impl == "fused":
+    tensor_lr = impl == "capturable"  # fused, the learning rate a float32 tensor on the device
+    if impl in ("fused", "capturable"):
         kw["fused"] = True
     elif impl != "default":  # default: torch.optim's own choice (foreach on CUDA)
         kw["foreach"] = impl == "foreach"
+    if tensor_lr:
+        kw["lr"] = torch.tensor(kw["lr"], device=dev)
+        if spec["optimizer"] != "SGD":  # SGD has no capturable argument
+            kw["capturable"] = True
     groups = [{"params": params[:split]}]
     if split < len(params):
-        groups.append({"params": params[split:], "lr": spec["lr2"]})
+        groups.append({"params": params[split:],
+                       "lr": torch.tensor(spec["lr2"], device=dev) if tensor_lr else spec["lr2"]})
     opt = getattr(torch.optim, spec["optimizer"])(groups, **kw)
     scaler = torch.amp.GradScaler(dev.type, init_scale=spec["scale"], growth_interval=2) if spec["scaler"] else None
     for step in range(spec["steps"]):
@@ -47,6 +53,12 @@ def run(spec):
             loss.backward()
             opt.step()
         opt.zero_grad()
+        if spec["halve_lr"]:
+            for g in opt.param_groups:
+                if isinstance(g["lr"], torch.Tensor):
+                    g["lr"].fill_(g["lr"] * 0.5)
+                else:
+                    g["lr"] = g["lr"] * 0.5
     state = []
     for p in params:
         st = opt.state.get(p, {})

@@ -28,6 +28,7 @@ namespace dtl::inline DTL_ABI {
 class PyTorchTrialContext;
 namespace detail {
 class ApexAmp;
+class CudaGraphStep;
 }
 
 /// GradScaler's arguments, with Python's names and defaults. `min_scale`/`max_scale` are dtl's
@@ -86,6 +87,7 @@ class GradScaler {
  private:
   friend class PyTorchTrialContext;
   friend class detail::ApexAmp;
+  friend class detail::CudaGraphStep;  // counts the fused steps a replay takes
   enum class Stage { ready, unscaled, stepped };
   struct OptimizerState {
     Stage stage = Stage::ready;

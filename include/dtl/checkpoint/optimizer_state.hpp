@@ -338,11 +338,13 @@ inline std::optional<c10::IValue> python_optimizer_state(torch::optim::Optimizer
       for (const auto& [k, v] : keys[g]) group.insert_or_assign(k, v);
     }
     for (std::size_t g = 0; control && g < groups.size(); ++g) {
-      // torch.optim records the choice: foreach None/True/False, fused None/True
+      // torch.optim records the choice: foreach None/True/False, fused None/True, capturable
+      // (Adam's key; the learning rate stays a number, so that any torch.optim resumes it)
       auto group = groups.get(g).toGenericDict();
       const auto& o = control->options();
       if (o.foreach) group.insert_or_assign("foreach", *o.foreach);
-      if (o.fused && group.contains("fused")) group.insert_or_assign("fused", true);
+      if ((o.fused || o.capturable) && group.contains("fused")) group.insert_or_assign("fused", true);
+      if (o.capturable && group.contains("capturable")) group.insert_or_assign("capturable", true);
     }
   }
   return out;

@@ -94,6 +94,44 @@ template <class T, class F>
     return out;
   }
 }
+
+/// Calls `f(tensor)` on every tensor of a nested batch (undefined ones too), depth-first in a
+/// fixed order: two batches of the same structure visit matching tensors in the same order.
+template <class T, class F>
+void for_each_tensor(T& data, F&& f) {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (is_tensor_v<U>) {
+    f(data);
+  } else if constexpr (!contains_tensor<U>()) {
+    return;
+  } else if constexpr (is_tuple_like<U>::value) {
+    std::apply([&](auto&... xs) { (for_each_tensor(xs, f), ...); }, data);
+  } else if constexpr (is_vector<U>::value) {
+    for (auto& x : data) for_each_tensor(x, f);
+  } else {
+    for (auto& [k, v] : data) for_each_tensor(v, f);
+  }
+}
+
+/// Is every leaf of the structure a tensor (no number or string a step could read on the host)?
+template <class T>
+constexpr bool only_tensor_leaves() {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (is_tensor_v<U>) {
+    return true;
+  } else if constexpr (is_tuple_like<U>::value) {
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      return (only_tensor_leaves<std::tuple_element_t<I, U>>() && ...);
+    }
+    (std::make_index_sequence<std::tuple_size_v<U>>{});
+  } else if constexpr (is_vector<U>::value) {
+    return only_tensor_leaves<typename U::value_type>();
+  } else if constexpr (is_string_map<U>::value) {
+    return only_tensor_leaves<typename U::mapped_type>();
+  } else {
+    return false;
+  }
+}
 }  // namespace detail
 
 /// Moves every tensor of a nested batch to `device`; everything else passes through unchanged.

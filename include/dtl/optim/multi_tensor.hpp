@@ -3,7 +3,7 @@
 // per step instead of ~8 per tensor) and its `fused` path (ATen's `_fused_sgd_`, `_fused_adam_`,
 // `_fused_adamw_`, one launch per step, taking GradScaler's scale and inf flag). The same ops in
 // the same order as torch/optim/sgd.py `_multi_tensor_sgd` / `_fused_sgd` and adam.py
-// `_multi_tensor_adam` / `_fused_adam` (non-capturable, not maximizing), so the numbers are
+// `_multi_tensor_adam` / `_fused_adam` (foreach non-capturable; not maximizing), so the numbers are
 // Python's bit for bit. The lists are the caller's and reused from step to step (no allocation
 // once they have grown), one call per device-and-dtype bucket.
 #ifndef DTL_OPTIM_MULTI_TENSOR_HPP
@@ -11,6 +11,7 @@
 
 #include <dtl/detail/abi.hpp>
 #include <dtl/detail/torch_compat.hpp>
+#include <dtl/errors.hpp>
 #include <dtl/optim/step_control.hpp>
 
 #include <torch/torch.h>
@@ -18,6 +19,7 @@
 #include <cmath>
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace dtl::inline DTL_ABI::detail {
@@ -97,15 +99,17 @@ inline void foreach_sgd(SgdLists& l, const SgdHyper& h) {
   at::_foreach_add_(l.params, grads, -h.lr);
 }
 
-/// torch.optim `_fused_sgd`. A buffer that does not exist yet is created as zeros, not
+/// torch.optim `_fused_sgd`, at `lr` (the hyperparameter's double, or capturable's float32
+/// tensor on the parameters' device). A buffer that does not exist yet is created as zeros, not
 /// `empty_like` as Python does: the kernel overwrites it on a first step, and on a first step
 /// GradScaler skips (inf/NaN) Python keeps uninitialized memory as the momentum, dtl zeros.
-inline void fused_sgd(SgdLists& l, const SgdHyper& h, const AmpArgs& amp) {
+template <class Lr>
+void fused_sgd(SgdLists& l, const SgdHyper& h, const Lr& lr, const AmpArgs& amp) {
   torch::NoGradGuard no_grad;
   const auto scale = optional_tensor(amp.grad_scale);
   const auto inf = optional_tensor(amp.found_inf);
   if (h.momentum == 0) {
-    at::_fused_sgd_(l.params, l.grads, {}, h.weight_decay, h.momentum, h.lr, h.dampening, h.nesterov,
+    at::_fused_sgd_(l.params, l.grads, {}, h.weight_decay, h.momentum, lr, h.dampening, h.nesterov,
                     /*maximize=*/false, /*is_first_step=*/false, scale, inf);
     return;
   }
@@ -117,7 +121,7 @@ inline void fused_sgd(SgdLists& l, const SgdHyper& h, const AmpArgs& amp) {
   } else {
     for (std::size_t i = 0; i < l.momentum_buffers.size(); ++i) l.momentum_buffers[i] = torch::zeros_like(l.grads[i]);
   }
-  at::_fused_sgd_(l.params, l.grads, l.momentum_buffers, h.weight_decay, h.momentum, h.lr, h.dampening, h.nesterov,
+  at::_fused_sgd_(l.params, l.grads, l.momentum_buffers, h.weight_decay, h.momentum, lr, h.dampening, h.nesterov,
                   /*maximize=*/false, first, scale, inf);
 }
 
@@ -152,18 +156,20 @@ inline void foreach_adam(AdamLists& l, const AdamHyper& h) {
   at::_foreach_addcdiv_(l.params, l.exp_avgs, denom, l.scalars);
 }
 
-/// torch.optim `_fused_adam`: the step tensors are incremented before the kernel, and taken back
-/// where GradScaler found an inf/NaN (the kernel then leaves everything else untouched).
-inline void fused_adam(AdamLists& l, const AdamHyper& h, const AmpArgs& amp) {
+/// torch.optim `_fused_adam` at `lr` (a double, or capturable's device tensor): the step tensors
+/// are incremented before the kernel, and taken back where GradScaler found an inf/NaN (the
+/// kernel then leaves everything else untouched).
+template <class Lr>
+void fused_adam(AdamLists& l, const AdamHyper& h, const Lr& lr, const AmpArgs& amp) {
   torch::NoGradGuard no_grad;
   const auto scale = optional_tensor(amp.grad_scale);
   const auto inf = optional_tensor(amp.found_inf);
   at::_foreach_add_(l.steps, 1);
   if (h.decoupled)
-    at::_fused_adamw_(l.params, l.grads, l.exp_avgs, l.exp_avg_sqs, l.max_exp_avg_sqs, l.steps, h.lr, h.beta1, h.beta2,
+    at::_fused_adamw_(l.params, l.grads, l.exp_avgs, l.exp_avg_sqs, l.max_exp_avg_sqs, l.steps, lr, h.beta1, h.beta2,
                       h.weight_decay, h.eps, h.amsgrad, /*maximize=*/false, scale, inf);
   else
-    at::_fused_adam_(l.params, l.grads, l.exp_avgs, l.exp_avg_sqs, l.max_exp_avg_sqs, l.steps, h.lr, h.beta1, h.beta2,
+    at::_fused_adam_(l.params, l.grads, l.exp_avgs, l.exp_avg_sqs, l.max_exp_avg_sqs, l.steps, lr, h.beta1, h.beta2,
                      h.weight_decay, h.eps, h.amsgrad, /*maximize=*/false, scale, inf);
   if (amp.found_inf.defined()) {
     l.repeated.assign(l.steps.size(), amp.found_inf.reshape({}));  // the steps are 0-d
@@ -172,6 +178,49 @@ inline void fused_adam(AdamLists& l, const AdamHyper& h, const AmpArgs& amp) {
 }
 
 #endif  // DTL_TORCH_2
+
+/// capturable's learning rates: one float32 tensor per parameter group and device, refilled
+/// (one fill, no host sync) when the group's lr differs from the value last written. A write
+/// while a CUDA graph is being captured is refused: the replays would repeat it.
+class DeviceLearningRates {
+ public:
+  const torch::Tensor& of(std::size_t group, const torch::Device& device, double lr) {
+    for (auto& s : slots_)
+      if (s.group == group && s.device == device) {
+        if (s.written != lr) write(s, lr);
+        return s.tensor;
+      }
+    slots_.push_back({group, device, torch::empty({}, torch::TensorOptions().dtype(torch::kFloat).device(device)), 0});
+    write(slots_.back(), lr);
+    return slots_.back().tensor;
+  }
+  /// Writes every group's current lr (`lr_of(group)`) where it changed.
+  template <class LrOf>
+  void refresh(LrOf&& lr_of) {
+    for (auto& s : slots_)
+      if (const double lr = lr_of(s.group); s.written != lr) write(s, lr);
+  }
+
+ private:
+  struct Slot {
+    std::size_t group;
+    torch::Device device;
+    torch::Tensor tensor;
+    double written;
+  };
+  static void write(Slot& s, double lr) {
+    if (cuda_graph_capturing())
+      throw InvalidExperimentException(
+          "dtl: the learning rate of parameter group " + std::to_string(s.group) +
+          " changed inside train_batch while it was captured into a CUDA graph: a replay cannot repeat a host-side "
+          "change; change learning rates in an LR scheduler (wrap_lr_scheduler) or a callback, or train without "
+          "FitOptions::cuda_graphs");
+    torch::NoGradGuard no_grad;
+    s.tensor.fill_(lr);
+    s.written = lr;
+  }
+  std::vector<Slot> slots_;
+};
 
 }  // namespace dtl::inline DTL_ABI::detail
 

@@ -34,7 +34,7 @@ namespace dtl::inline DTL_ABI::detail {
 /// Which implementation a group's step uses: torch.optim's `_default_to_fused_or_foreach`.
 enum class StepKind { single_tensor, foreach, fused };
 [[nodiscard]] inline StepKind step_kind(const OptimizerOptions& o, const std::vector<torch::Tensor>& params) {
-  if (o.fused) return StepKind::fused;
+  if (o.fused || o.capturable) return StepKind::fused;
   if (o.foreach) return *o.foreach ? StepKind::foreach : StepKind::single_tensor;
   for (const auto& p : params)
     if (!p.is_cuda()) return StepKind::single_tensor;
@@ -42,19 +42,24 @@ enum class StepKind { single_tensor, foreach, fused };
 }
 
 inline void check_step_options(const OptimizerOptions& o, const char* name, bool has_multi_tensor) {
-  if (o.fused && o.foreach && *o.foreach)
+  const bool foreach = o.foreach && *o.foreach;
+  if (o.fused && foreach)
     throw InvalidExperimentException(std::string("dtl: wrap_optimizer(") + name +
                                      "): fused and foreach cannot both be true (as in torch.optim); choose one");
+  if (o.capturable && foreach)
+    throw InvalidExperimentException(std::string("dtl: wrap_optimizer(") + name +
+                                     "): dtl's capturable step is the fused kernel, so capturable cannot be combined "
+                                     "with foreach = true; leave foreach unset");
 #if !DTL_TORCH_2  // first: on 1.13 every optimizer comes here as one without multi-tensor steps
-  if (o.fused || (o.foreach && *o.foreach))
+  if (o.fused || foreach || o.capturable)
     throw InvalidExperimentException(std::string("dtl: wrap_optimizer(") + name +
-                                     "): foreach and fused steps need LibTorch 2.x (this is 1.13); "
-                                     "leave OptimizerOptions.foreach and .fused unset");
+                                     "): foreach, fused and capturable steps need LibTorch 2.x (this is 1.13); "
+                                     "leave OptimizerOptions.foreach, .fused and .capturable unset");
 #endif
-  if (!has_multi_tensor && (o.fused || (o.foreach && *o.foreach)))
+  if (!has_multi_tensor && (o.fused || foreach || o.capturable))
     throw InvalidExperimentException(std::string("dtl: wrap_optimizer(") + name +
-                                     "): foreach and fused steps exist for SGD, Adam and AdamW only; "
-                                     "leave OptimizerOptions.foreach and .fused unset for this optimizer");
+                                     "): foreach, fused and capturable steps exist for SGD, Adam and AdamW only; "
+                                     "leave OptimizerOptions.foreach, .fused and .capturable unset for this optimizer");
 }
 
 /// Buckets of one group's parameters by device and dtype, in first-seen order (torch.optim's
@@ -101,10 +106,19 @@ class PythonSGD : public torch::optim::SGD, public StepControl {
   torch::Tensor step(LossClosure closure = nullptr) override { return run(std::move(closure), nullptr); }
   void step_with_amp(const AmpArgs& amp) override { run(nullptr, &amp); }
   [[nodiscard]] const OptimizerOptions& options() const noexcept override { return o_; }
+  void make_capturable() override {
+    auto o = o_;
+    o.capturable = true;
+    check_step_options(o, "SGD", true);
+    o_ = o;
+  }
+  void refresh_device_lr() override {
+    lrs_.refresh([&](std::size_t g) { return param_groups()[g].options().get_lr(); });
+  }
 
  private:
   torch::Tensor run(LossClosure closure, const AmpArgs* amp) {
-    if (!o_.fused && !(o_.foreach && *o_.foreach) && all_single_tensor()) {
+    if (!o_.fused && !o_.capturable && !(o_.foreach && *o_.foreach) && all_single_tensor()) {
       if (amp) throw std::logic_error("dtl: an AMP-scaled step on an optimizer that is not fused");
       return torch::optim::SGD::step(std::move(closure));
     }
@@ -115,7 +129,8 @@ class PythonSGD : public torch::optim::SGD, public StepControl {
       at::AutoGradMode enable_grad(true);
       loss = closure();
     }
-    for (auto& group : param_groups()) {
+    for (std::size_t g = 0; g < param_groups().size(); ++g) {
+      auto& group = param_groups()[g];
       const auto& opt = static_cast<const torch::optim::SGDOptions&>(group.options());
       const SgdHyper h{opt.lr(), opt.momentum(), opt.dampening(), opt.weight_decay(), opt.nesterov()};
       with_grad_.clear();
@@ -142,8 +157,10 @@ class PythonSGD : public torch::optim::SGD, public StepControl {
       }
       for (std::size_t b = 0; b < buckets_.size(); ++b) {
         auto& l = buckets_[b];
-        if (kind == StepKind::fused)
-          fused_sgd(l, h, amp ? *amp : AmpArgs{});
+        if (o_.capturable)
+          fused_sgd(l, h, lrs_.of(g, l.params.front().device(), h.lr), amp ? *amp : AmpArgs{});
+        else if (kind == StepKind::fused)
+          fused_sgd(l, h, h.lr, amp ? *amp : AmpArgs{});
         else
           foreach_sgd(l, h);
         if (h.momentum == 0) continue;
@@ -207,6 +224,7 @@ class PythonSGD : public torch::optim::SGD, public StepControl {
   OptimizerOptions o_;
   std::vector<torch::Tensor> with_grad_;
   Buckets<SgdLists> buckets_;
+  DeviceLearningRates lrs_;
 };
 
 /// Fused Adam's step count: a float32 tensor on the parameter's device (the kernel reads it
@@ -231,6 +249,15 @@ class PythonAdamOf : public Base, public StepControl {
   }
   void step_with_amp(const AmpArgs& amp) override { run(nullptr, &amp); }
   [[nodiscard]] const OptimizerOptions& options() const noexcept override { return o_; }
+  void make_capturable() override {
+    auto o = o_;
+    o.capturable = true;
+    check_step_options(o, Decoupled ? "AdamW" : "Adam", true);
+    o_ = o;
+  }
+  void refresh_device_lr() override {
+    lrs_.refresh([&](std::size_t g) { return this->param_groups()[g].options().get_lr(); });
+  }
 
   void sync_state() override {
     for (auto& [key, slot] : this->state())
@@ -246,7 +273,8 @@ class PythonAdamOf : public Base, public StepControl {
       at::AutoGradMode enable_grad(true);
       loss = closure();
     }
-    for (auto& group : this->param_groups()) {
+    for (std::size_t g = 0; g < this->param_groups().size(); ++g) {
+      auto& group = this->param_groups()[g];
       const auto& o = static_cast<const Options&>(group.options());
       const auto [beta1, beta2] = o.betas();
       const AdamHyper h{o.lr(), beta1, beta2, o.eps(), o.weight_decay(), o.amsgrad(), Decoupled};
@@ -279,8 +307,10 @@ class PythonAdamOf : public Base, public StepControl {
           l.step_counts.push_back(static_cast<double>(st.step()));
       }
       for (std::size_t b = 0; b < buckets_.size(); ++b) {
-        if (kind == StepKind::fused)
-          fused_adam(buckets_[b], h, amp ? *amp : AmpArgs{});
+        if (o_.capturable)
+          fused_adam(buckets_[b], h, lrs_.of(g, buckets_[b].params.front().device(), h.lr), amp ? *amp : AmpArgs{});
+        else if (kind == StepKind::fused)
+          fused_adam(buckets_[b], h, h.lr, amp ? *amp : AmpArgs{});
         else
           foreach_adam(buckets_[b], h);
       }
@@ -354,6 +384,7 @@ class PythonAdamOf : public Base, public StepControl {
   OptimizerOptions o_;
   std::vector<torch::Tensor> with_grad_;
   Buckets<AdamLists> buckets_;
+  DeviceLearningRates lrs_;
 };
 
 using PythonAdam = PythonAdamOf<torch::optim::Adam, torch::optim::AdamOptions, torch::optim::AdamParamState, false>;

@@ -28,7 +28,20 @@ class StepControl {
   [[nodiscard]] virtual const OptimizerOptions& options() const noexcept = 0;
   /// State kept on the device made visible to a checkpoint (fused Adam's step counts).
   virtual void sync_state() {}
+  /// Turns `capturable` on (FitOptions::cuda_graphs); an error when the options forbid it.
+  virtual void make_capturable() = 0;
+  /// capturable: writes each group's learning rate to its device tensor where the group's lr has
+  /// changed since it was written (before a CUDA graph's replay: the replay reads the tensor).
+  virtual void refresh_device_lr() {}
 };
+
+/// True while the Trainer captures train_batch into a CUDA graph (on this thread): what a step
+/// does on the host then happens once, never at a replay, so a capturable step refuses to write
+/// a changed learning rate (the replays would keep writing that value).
+inline bool& cuda_graph_capturing() noexcept {
+  thread_local bool capturing = false;
+  return capturing;
+}
 
 }  // namespace dtl::inline DTL_ABI::detail
 

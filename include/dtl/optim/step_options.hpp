@@ -18,11 +18,19 @@ namespace dtl::inline DTL_ABI {
 /// - `fused = true`: ATen's fused kernels (`_fused_sgd_`, `_fused_adam_`, `_fused_adamw_`; CUDA
 ///   and CPU), which also take GradScaler's scale and inf check, so a scaled step needs no host
 ///   sync. `fused` and `foreach = true` together are an error, as in Python.
-/// Each gives torch.optim's numbers for the same choice bit for bit. Other optimizers step as
-/// LibTorch steps them; asking one of them for foreach or fused is an error.
+/// - `capturable = true`: torch.optim's `capturable=True` with the learning rate given as a
+///   tensor: the fused kernels, reading each group's learning rate from a float32 tensor on the
+///   parameters' device (written, one fill, whenever the group's lr has changed; the step itself
+///   keeps nothing on the host), so that a CUDA graph can capture the step and replay it with
+///   the current learning rate. FitOptions::cuda_graphs sets it on every wrapped SGD, Adam and
+///   AdamW. `capturable` with `foreach = true` is an error (dtl's capturable step is the fused one).
+/// Each gives torch.optim's numbers for the same choice bit for bit (capturable: torch.optim's
+/// `fused=True, capturable=True, lr=torch.tensor(lr)`). Other optimizers step as LibTorch steps
+/// them; asking one of them for foreach, fused or capturable is an error.
 struct OptimizerOptions {
   std::optional<bool> foreach;
   bool fused = false;
+  bool capturable = false;
   /// Determined's wrap_optimizer argument (accepted for parity; gradient aggregation is the
   /// init's `aggregation_frequency`).
   std::int64_t backward_passes_per_step = 1;

@@ -53,6 +53,13 @@ struct FitOptions {
   /// boundary (report, validation or checkpoint) and at the end of fit. false: written and
   /// collected at once, as Determined does.
   bool checkpoint_in_background = true;
+  /// Capture train_batch — forward, backward, optimizer step, GradScaler, metrics — into a CUDA
+  /// graph after `cuda_graph_warmup` eager batches and replay it for every later batch
+  /// (torch.cuda.graphs; torch.compile's "reduce-overhead"). Wrapped SGD, Adam and AdamW step
+  /// capturably (OptimizerOptions::capturable); one process, aggregation_frequency 1; on the CPU
+  /// the run stays eager, with a note. docs/cuda-graphs.md.
+  bool cuda_graphs = false;
+  std::int64_t cuda_graph_warmup = 3;  ///< eager batches before the capture (at least 1)
 };
 
 namespace detail {

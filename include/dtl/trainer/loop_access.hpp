@@ -36,6 +36,8 @@ class LoopAccess {
   /// After train_batch: Determined's LR auto-stepping.
   void step_lr_schedulers(std::int64_t batch_idx) { ctx_.step_lr_schedulers(batch_idx); }
   [[nodiscard]] ApexAmp* apex() const noexcept { return ctx_.apex_.get(); }
+  /// wrap_scaler's GradScaler, if any.
+  [[nodiscard]] GradScaler* scaler() const noexcept { return ctx_.scaler_.get(); }
   [[nodiscard]] bool is_update_batch() const noexcept { return ctx_.is_update_batch(); }
   [[nodiscard]] ScheduledProfiler* profiler() noexcept { return ctx_.profiler_ ? &*ctx_.profiler_ : nullptr; }
 
