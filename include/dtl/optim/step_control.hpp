@@ -23,7 +23,9 @@ class StepControl {
   virtual ~StepControl() = default;
   /// torch.optim's `_step_supports_amp_scaling`: the fused step takes GradScaler's scale and inf
   /// flag itself, and skips on the device (no host sync).
-  [[nodiscard]] virtual bool supports_amp_scaling() const noexcept { return options().fused; }
+  [[nodiscard]] virtual bool supports_amp_scaling() const noexcept {
+    return options().fused || options().capturable;  // capturable is fused too
+  }
   virtual void step_with_amp(const AmpArgs& amp) = 0;
   [[nodiscard]] virtual const OptimizerOptions& options() const noexcept = 0;
   /// State kept on the device made visible to a checkpoint (fused Adam's step counts).
