@@ -69,6 +69,7 @@ struct RunOverrides {
   std::optional<LengthSpec> max_length;
   bool test_mode = false;
   std::optional<std::string> resume;  ///< "latest" or a checkpoint directory
+  std::optional<std::int64_t> scheduling_unit;  ///< `--scheduling-unit N`: the reporting period, in batches
 };
 
 namespace detail {

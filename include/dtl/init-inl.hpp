@@ -187,11 +187,17 @@ DTL_INLINE detail::ContextSetup make_setup(InitOptions opts, const CommandLine* 
     if (cl->seed) seed = cl->seed;
     s.overrides.max_length = cl->max_length;
     s.overrides.test_mode = cl->test_mode;
+    s.overrides.scheduling_unit = cl->scheduling_unit;
     s.overrides.resume = cl->resume;
   }
   if (cluster && cluster->latest_checkpoint && !s.overrides.resume)
     s.overrides.resume = (cluster->checkpoint_dir / *cluster->latest_checkpoint).string();
   s.hparams = std::move(hparams);
+  // A search space in a config outside a cluster has no searcher to pick from it: say which value
+  // each takes (unless the command line or an hparams file chose one), on the chief.
+  if (chief && config_path && !cluster && s.config->raw.contains("hyperparameters"))
+    for (const auto& line : detail::search_space_notes(s.config->raw.at("hyperparameters"), s.hparams, s.config->source))
+      std::cerr << "dtl: " << line << "\n";
   const bool random_seed = !seed;
   if (!seed) seed = std::random_device{}() & 0x7fffffffu;
 

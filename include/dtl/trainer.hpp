@@ -34,6 +34,7 @@
 #include <dtl/trainer/fit_options.hpp>
 #include <dtl/trainer/loop_access.hpp>
 #include <dtl/trainer/stop_sources.hpp>
+#include <dtl/trainer/wrapped_models.hpp>
 #include <dtl/trial.hpp>
 #include <dtl/units.hpp>
 
@@ -64,6 +65,7 @@ class Trainer {
   Trainer(TrialT& trial, PyTorchTrialContext& context) : trial_(trial), ctx_(context), loop_(context) {}
 
   void fit(FitOptions options = {}) {
+    detail::check_models_wrapped(ctx_);
     opts_ = detail::resolve_fit_options(std::move(options), ctx_);
     loop_.set_max_length(*opts_.max_length);
     state_ = TrialState{};
@@ -149,6 +151,9 @@ class Trainer {
           "examples than batch_size): give it at least one full batch");
     loop_.set_epoch_length(epoch_len);
     val_loader_.emplace(trial_.build_validation_data_loader());
+    // Determined creates its training iterator here, before loading a checkpoint: torch's
+    // DataLoader then draws its base seed from the global generator (a resume restores it after).
+    if constexpr (requires { decltype(train_loader)::draws_torch_base_seed; }) detail::draw_torch_base_seed();
 
     if (const auto from = checkpoints_->starting_point(opts_.latest_checkpoint)) resume(*from);
     loop_.set_initial_batch(state_.batches_trained);
@@ -304,18 +309,36 @@ class Trainer {
       }
       collector_.add(Metrics(trial_.train_batch(batch, epoch_idx, batch_idx)), "training");
     };
-    if (auto* profiler = loop_.profiler()) [[unlikely]] {
-      profiler->before_batch();
-      if (profiler->active()) {
-        RECORD_USER_SCOPE("train_batch");
-        step();
+    try {
+      if (auto* profiler = loop_.profiler()) [[unlikely]] {
+        profiler->before_batch();
+        if (profiler->active()) {
+          RECORD_USER_SCOPE("train_batch");
+          step();
+        } else {
+          step();
+        }
+        profiler->after_batch();
       } else {
         step();
       }
-      profiler->after_batch();
-    } else {
-      step();
+    } catch (const InvalidHP&) {
+      throw;  // an early exit the trial asked for, not an error
+    } catch (const std::exception& e) {
+      say_where(e, "train_batch threw at batch " + std::to_string(batch_idx) + " (epoch " +
+                       std::to_string(epoch_idx) + ")");
+      throw;
     }
+  }
+
+  /// Before an exception from the trial's code leaves fit: which hook, at which batch (its
+  /// message alone rarely says), on stderr of every rank. The exception itself goes on unchanged.
+  void say_where(const std::exception& e, const std::string& where) const {
+    const auto& dist = ctx_.distributed();
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    std::cerr << "dtl: " << where << (dist.size > 1 ? " on rank " + std::to_string(dist.rank) : std::string()) << ": "
+              << what << std::endl;
   }
 
   void resume(const std::filesystem::path& dir) {
@@ -450,7 +473,17 @@ class Trainer {
         std::optional<autocast> region;  // configure_apex_amp casts evaluation too, as apex's patched functions do
         if (auto* apex = loop_.apex(); apex && apex->autocast_enabled()) [[unlikely]]
           region.emplace(apex->device(), apex->dtype());
-        Metrics m(detail::call_evaluate_batch(trial_, batch, idx++));
+        Metrics m = [&] {
+          try {
+            return Metrics(detail::call_evaluate_batch(trial_, batch, idx++));
+          } catch (const InvalidHP&) {
+            throw;
+          } catch (const std::exception& e) {
+            say_where(e, "evaluate_batch threw at validation batch " + std::to_string(idx - 1) +
+                             " (the validation after training batch " + std::to_string(state_.batches_trained) + ")");
+            throw;
+          }
+        }();
         region.reset();
         val_collector_.add(m, "validation");
         console().batch_validated(idx);

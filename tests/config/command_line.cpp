@@ -227,3 +227,17 @@ TEST_SUITE("config/command_line") {
     }
   }
 }
+
+TEST_CASE("--scheduling-unit sets the reporting period in batches; a non-positive one is refused") {
+  CHECK(parse({"--scheduling-unit", "25"}).scheduling_unit == 25);
+  CHECK(parse({"--scheduling-unit=7"}).scheduling_unit == 7);
+  CHECK_FALSE(parse({}).scheduling_unit.has_value());
+  for (const char* bad : {"0", "-3", "ten", "1.5"}) {
+    const auto e = parse_error({"--scheduling-unit", bad});
+    CAPTURE(bad);
+    CHECK(contains(e, "invalid value for '--scheduling-unit'"));
+    CHECK(contains(e, "write e.g. --scheduling-unit 100"));
+    CHECK(one_line(e));
+  }
+  CHECK(contains(dtl::CommandLine::usage("./t"), "--scheduling-unit N"));
+}

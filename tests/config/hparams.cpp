@@ -259,3 +259,34 @@ TEST_SUITE("config/hparams") {
     CHECK(contains(resolve_error(json{1, 2}), "exp.yaml: hyperparameters: expected a mapping"));
   }
 }
+
+TEST_CASE("search spaces outside a cluster: one line each says which value it takes, unless something chose another") {
+  const auto section = nlohmann::json::parse(R"({
+    "lr": {"type": "double", "minval": 0.0001, "maxval": 1.0},
+    "n": {"type": "int", "minval": 1, "maxval": 4},
+    "scale": {"type": "log", "base": 10, "minval": -4, "maxval": -2},
+    "opt": {"kind": {"type": "categorical", "vals": ["sgd", "adam"]}},
+    "fixed": {"type": "const", "val": 3},
+    "plain": 2})");
+  auto hp = dtl::detail::resolve_hyperparameters(section, "adaptive.yaml");
+  auto notes = dtl::detail::search_space_notes(section, hp, "adaptive.yaml");
+  REQUIRE(notes.size() == 4);
+  CHECK(notes[0] ==
+        "hyperparameter 'lr' is a search space in adaptive.yaml (double from 0.0001 to 1.0): with no searcher it "
+        "takes 0.50005, the middle of its range; pass --hparam lr=VALUE to choose one");
+  CHECK(notes[1] ==
+        "hyperparameter 'n' is a search space in adaptive.yaml (int from 1 to 4): with no searcher it takes 2, the "
+        "middle of its range, rounded down; pass --hparam n=VALUE to choose one");
+  CHECK(notes[2] ==
+        "hyperparameter 'opt.kind' is a search space in adaptive.yaml (categorical [\"sgd\",\"adam\"]): with no "
+        "searcher it takes \"sgd\", the first of its values; pass --hparam opt.kind=VALUE to choose one");
+  CHECK(notes[3].find("hyperparameter 'scale' is a search space in adaptive.yaml (log, base 10, exponents from -4 "
+                      "to -2): with no searcher it takes 0.001") == 0);
+  // A value chosen elsewhere (--hparam, an hparams file) is not noted.
+  hp["lr"] = 0.01;
+  hp["opt"]["kind"] = "adam";
+  notes = dtl::detail::search_space_notes(section, hp, "adaptive.yaml");
+  REQUIRE(notes.size() == 2);
+  CHECK(notes[0].find("'n'") != std::string::npos);
+  CHECK(notes[1].find("'scale'") != std::string::npos);
+}

@@ -427,15 +427,120 @@ TEST_CASE("cuda_graphs: what a replay would get wrong is refused at fit's start;
   refused(
       test::init_options("graphs-rmsprop"),
       [](dtl::PyTorchTrialContext& ctx) {
-        ctx.wrap_optimizer(torch::optim::RMSprop(std::vector<torch::Tensor>{torch::zeros({1}, torch::requires_grad())}));
+        auto extra = ctx.wrap_model(torch::nn::Linear(1, 1));
+        ctx.wrap_optimizer(torch::optim::RMSprop(extra->parameters()));
       },
       {}, "keeps its step count on the host");
   refused(
       test::init_options("graphs-foreach"),
       [](dtl::PyTorchTrialContext& ctx) {
-        ctx.wrap_optimizer(torch::optim::SGD(std::vector<torch::Tensor>{torch::zeros({1}, torch::requires_grad())}, 0.1),
-                           {.foreach = true});
+        auto extra = ctx.wrap_model(torch::nn::Linear(1, 1));
+        ctx.wrap_optimizer(torch::optim::SGD(extra->parameters(), 0.1), {.foreach = true});
       },
       {}, "leave foreach unset");
 #endif
+}
+
+namespace {
+
+// A trial that forgets wrap_model, or whose optimizer updates a module it never wrapped.
+class UnwrappedTrial : public dtl::PyTorchTrial<UnwrappedTrial> {
+ public:
+  enum class Mistake { no_model, stray_optimizer };
+  UnwrappedTrial(dtl::PyTorchTrialContext& ctx, Mistake m, Record& rec) : ctx_(ctx), rec_(rec) {
+    model_ = torch::nn::Linear(1, 1);
+    torch::nn::Linear head(1, 1);
+    if (m == Mistake::stray_optimizer) model_ = ctx.wrap_model(model_);
+    std::vector<torch::Tensor> params = model_->parameters();
+    if (m == Mistake::stray_optimizer)
+      for (const auto& p : head->parameters()) params.push_back(p);  // head: never wrapped
+    opt_ = ctx.wrap_optimizer(torch::optim::SGD(params, 0.1));
+  }
+  auto build_training_data_loader() { return dtl::DataLoader(data(), {.batch_size = 4}); }
+  auto build_validation_data_loader() { return dtl::DataLoader(data(), {.batch_size = 4}); }
+  dtl::Metrics train_batch(std::tuple<torch::Tensor, torch::Tensor>& b, std::int64_t, std::int64_t) {
+    ++rec_.batches;
+    auto loss = torch::mse_loss(model_(std::get<0>(b)), std::get<1>(b));
+    ctx_.backward(loss);
+    ctx_.step_optimizer(opt_);
+    return {{"loss", loss}};
+  }
+  dtl::Metrics evaluate_batch(std::tuple<torch::Tensor, torch::Tensor>& b, std::int64_t) {
+    return {{"validation_loss", torch::mse_loss(model_(std::get<0>(b)), std::get<1>(b))}};
+  }
+
+ private:
+  static dtl::TensorDataset<2> data() { return dtl::TensorDataset(torch::ones({8, 1}), torch::ones({8, 1})); }
+  dtl::PyTorchTrialContext& ctx_;
+  Record& rec_;
+  torch::nn::Linear model_{nullptr};
+  std::shared_ptr<torch::optim::SGD> opt_;
+};
+
+}  // namespace
+
+TEST_CASE("a trial that wrapped no model, or an optimizer of parameters no wrapped model holds, stops before the first batch") {
+  // Before, both trained, validated in training mode and checkpointed without the weights: a
+  // "resume" then started from fresh ones, without a word.
+  for (const auto mistake : {UnwrappedTrial::Mistake::no_model, UnwrappedTrial::Mistake::stray_optimizer}) {
+    Record rec;
+    auto ctx = dtl::init(test::init_options("unwrapped"));
+    UnwrappedTrial trial(ctx, mistake, rec);
+    std::string what;
+    try {
+      dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{4}, .quiet = true});
+    } catch (const dtl::InvalidExperimentException& e) {
+      what = e.what();
+    }
+    INFO(what);
+    if (mistake == UnwrappedTrial::Mistake::no_model)
+      CHECK(what.find("the trial wrapped no model") != std::string::npos);
+    else
+      CHECK(what.find("optimizer 0 updates 2 parameter tensors that no wrapped model holds") != std::string::npos);
+    CHECK(what.find("ctx.wrap_model") != std::string::npos);
+    CHECK(rec.batches == 0);
+    CHECK_FALSE(std::filesystem::exists(ctx.run_dir() / "checkpoints"));
+    std::filesystem::remove_all(ctx.run_dir());
+  }
+}
+
+TEST_CASE("the config's scheduling_unit, and --scheduling-unit over it, set the reporting period") {
+  for (const bool flag : {false, true}) {
+    Record rec;
+    const auto dir = test::temp_run_dir(flag ? "sched-flag" : "sched-config");
+    std::filesystem::create_directories(dir);
+    {
+      std::ofstream(dir / "exp.yaml") << "scheduling_unit: 3\n";
+    }
+    auto o = test::init_options(flag ? "sched-flag-run" : "sched-config-run");
+    o.config = dir / "exp.yaml";
+    std::vector<const char*> argv{"./trial", "--scheduling-unit", "5"};
+    auto ctx = flag ? dtl::init(static_cast<int>(argv.size()), argv.data(), o) : dtl::init(o);
+    LinearTrial trial(ctx, rec, {.train_size = 64});
+    dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{15}, .quiet = true});  // code: every 100
+    std::vector<std::int64_t> at;
+    for (const auto& r : test::records(ctx.run_dir(), "training")) at.push_back(r["steps_completed"].get<std::int64_t>());
+    CHECK(at == (flag ? V{5, 10, 15} : V{3, 6, 9, 12, 15}));
+    std::filesystem::remove_all(ctx.run_dir());
+    std::filesystem::remove_all(dir);
+  }
+}
+
+TEST_CASE("an exception from train_batch is named with the hook and the batch before it leaves fit, unchanged") {
+  Record rec;
+  auto ctx = dtl::init(test::init_options("throws-at"));
+  LinearTrial trial(ctx, rec, {.throw_at_batch = 6});
+  std::ostringstream err;
+  std::streambuf* old = std::cerr.rdbuf(err.rdbuf());
+  std::string what;
+  try {
+    dtl::Trainer(trial, ctx).fit({.max_length = dtl::Batch{20}, .quiet = true});
+  } catch (const std::runtime_error& e) {  // the trial's own exception, its type kept
+    what = e.what();
+  }
+  std::cerr.rdbuf(old);
+  CHECK(what == "train_batch failed on purpose");
+  CHECK(err.str().find("dtl: train_batch threw at batch 6 (epoch 0): train_batch failed on purpose") !=
+        std::string::npos);
+  std::filesystem::remove_all(ctx.run_dir());
 }

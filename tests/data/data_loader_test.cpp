@@ -507,3 +507,47 @@ TEST_CASE("a worker's failure stops fit with the failing index, after the worker
   CHECK(seen == std::vector<std::vector<std::int64_t>>(first_epoch.begin(), first_epoch.begin() + 3));
   std::filesystem::remove_all(opts.run_dir.value());
 }
+
+#include "../support/external.hpp"
+
+TEST_CASE("each pass of a DataLoader draws torch's base seed from the global generator, as torch's iterator does") {
+  if (auto why = test_support::python_torch_missing()) {
+    MESSAGE("skipped: " << *why);
+    return;
+  }
+  // Python: a torch DataLoader's iterator draws one int64 as it starts; what dropout draws next
+  // follows that. Two passes, a draw after each: the same numbers from dtl's loader.
+  const std::string script =
+      "import torch\n"
+      "from torch.utils.data import DataLoader, TensorDataset\n"
+      "torch.manual_seed(5)\n"
+      "loader = DataLoader(TensorDataset(torch.arange(6.0)), batch_size=4)\n"
+      "for _ in range(2):\n"
+      "    for b in loader: pass\n"
+      "    print(torch.rand(1).item().hex())\n";
+  const auto r = test_support::run_command(test_support::shell_quote(test_support::python()) + " -c " +
+                                           test_support::shell_quote(script));
+  REQUIRE(r.status == 0);
+  torch::manual_seed(5);
+  dtl::DataLoader loader(dtl::TensorDataset(torch::arange(6.0)), {.batch_size = 4});
+  std::string got;
+  for (int pass = 0; pass < 2; ++pass) {
+    auto s = loader.stream();
+    for (auto it = s.begin(); it != s.end(); ++it) (void)*it;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%a\n", static_cast<double>(torch::rand({1}).item<float>()));
+    got += buf;
+  }
+  // Python prints float.hex of the float32 value as a double; C's %a spells the same double.
+  auto respell = [](const std::string& text) {
+    std::string out;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%a\n", std::strtod(line.c_str(), nullptr));
+      out += buf;
+    }
+    return out;
+  };
+  CHECK(respell(r.output) == respell(got));
+}

@@ -21,7 +21,9 @@ def hparams(model, shuffle):
 def build_model(kind):
     if kind == "mlp":
         return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 5))
-    return nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+    # Dropout: train_batch draws from the global generator, whose stream torch's DataLoader moves
+    # each time an iterator starts (dtl's loaders make the same draws).
+    return nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.25),
                          nn.Linear(36, 5))
 
 

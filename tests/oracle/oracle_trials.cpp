@@ -86,6 +86,7 @@ class OracleTrial : public dtl::PyTorchTrial<OracleTrial> {
       model_->push_back(torch::nn::ReLU());
       model_->push_back(torch::nn::MaxPool2d(2));
       model_->push_back(torch::nn::Flatten());
+      model_->push_back(torch::nn::Dropout(0.25));
       model_->push_back(torch::nn::Linear(36, 5));
     }
     model_ = ctx.wrap_model(model_);

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The real Determined as the oracle for dtl's training: det.pytorch.Trainer 0.38.1 in local mode
 (tests/oracle/det_trials.py) and dtl (tests/oracle/oracle_trials.cpp) train the same trials —
-an MLP (SGD with momentum and weight decay, StepLR every epoch) and a CNN (Adam), on sequential
-and shuffled data, on 1 process and on 2 under torchrun (Gloo) — for two epochs of 12 batches,
+an MLP (SGD with momentum and weight decay, StepLR every epoch) and a CNN with dropout (Adam; its
+draws follow the global generator, which torch's DataLoader moves at every iterator it starts), on
+sequential and shuffled data, on 1 process and on 2 under torchrun (Gloo) — for two epochs of 12 batches,
 validating and checkpointing after each. Required bit for bit (torch.equal, float ==):
   - every rank's loss of every batch, the reported training workloads (averages and per-batch
     values) and validation metrics;

@@ -12,7 +12,7 @@ DTL_INLINE std::string CommandLine::usage(std::string_view program) {
   std::string text = "usage: " + std::string(program.empty() ? "<program>" : program) +
                      " [--config FILE] [--hparams FILE] [--hparam NAME=VALUE]...\n"
                      "       [--max-length UNIT=N] [--run-dir DIR] [--resume latest|DIR] [--seed N] [--device DEV]\n"
-                     "       [--test-mode]\n";
+                     "       [--scheduling-unit N] [--test-mode]\n";
   text +=
       "\n"
       "Trains this trial locally with dtl, the way Determined would run it.\n"
@@ -34,6 +34,8 @@ DTL_INLINE std::string CommandLine::usage(std::string_view program) {
       "                        (overrides reproducibility.experiment_seed)\n"
       "  --device DEV          cpu, cuda or cuda:N (default: cuda:<local rank> where CUDA is\n"
       "                        available, else cpu)\n"
+      "  --scheduling-unit N   report training metrics (and observe preemption and stop requests)\n"
+      "                        every N batches (overrides the config's scheduling_unit; default 100)\n"
       "  --test-mode           train and validate one batch, checkpoint, and exit\n"
       "  -h, --help            print this help and exit\n"
       "\n"
@@ -187,7 +189,8 @@ DTL_INLINE CommandLine parse_command_line(int argc, const char* const* argv) {
                                                                                    {"--run-dir", "runs/mnist"},
                                                                                    {"--resume", "latest"},
                                                                                    {"--seed", "42"},
-                                                                                   {"--device", "cuda:0"}};
+                                                                                   {"--device", "cuda:0"},
+                                                                                   {"--scheduling-unit", "100"}};
       std::string_view example = "VALUE";
       for (const auto& [name, sample] : examples) {
         if (name == flag) example = sample;
@@ -218,6 +221,13 @@ DTL_INLINE CommandLine parse_command_line(int argc, const char* const* argv) {
       result.seed = detail::parse_seed_flag(value);
     } else if (flag == "--device") {
       result.device = std::string(value);
+    } else if (flag == "--scheduling-unit") {
+      std::int64_t n = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (!detail::is_decimal_digits(value) || ec != std::errc() || end != value.data() + value.size() || n < 1)
+        detail::throw_bad_value(flag, "'" + std::string(value) +
+                                          "' is not a positive number of batches; write e.g. --scheduling-unit 100");
+      result.scheduling_unit = n;
     }
   }
   return result;

@@ -41,6 +41,8 @@ struct CommandLine {
   std::optional<std::uint64_t> seed;
   /// `--device cpu|cuda|cuda:N`, checked against the machine by dtl::init.
   std::optional<std::string> device;
+  /// `--scheduling-unit N`: batches per training report (the config's `scheduling_unit`).
+  std::optional<std::int64_t> scheduling_unit;
   bool test_mode = false;
   bool help = false;
 
@@ -54,9 +56,9 @@ struct CommandLine {
 
 namespace dtl::inline DTL_ABI::detail {
 
-inline constexpr std::array<std::string_view, 10> command_line_flags = {
-    "--config", "--hparams", "--hparam",   "--max-length", "--run-dir",
-    "--resume", "--seed",    "--device",   "--test-mode",  "--help"};
+inline constexpr std::array<std::string_view, 11> command_line_flags = {
+    "--config", "--hparams", "--hparam",    "--max-length",      "--run-dir", "--resume",
+    "--seed",   "--device",  "--test-mode", "--scheduling-unit", "--help"};
 
 [[noreturn]] DTL_INLINE void throw_bad_value(std::string_view flag, const std::string& what);
 

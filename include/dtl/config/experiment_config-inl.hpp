@@ -400,6 +400,10 @@ DTL_INLINE std::optional<std::int64_t> ExperimentConfig::records_per_epoch() con
   return detail::config_int(raw, source, {"records_per_epoch"}, 1);
 }
 
+DTL_INLINE std::optional<std::int64_t> ExperimentConfig::scheduling_unit() const {
+  return detail::config_int(raw, source, {"scheduling_unit"}, 1);
+}
+
 DTL_INLINE std::string ExperimentConfig::searcher_metric() const {
   return detail::config_string(raw, source, {"searcher", "metric"}).value_or("");
 }

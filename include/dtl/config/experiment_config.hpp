@@ -173,6 +173,10 @@ struct ExperimentConfig {
   /// epoch length where the data loader has none.
   DTL_INLINE std::optional<std::int64_t> records_per_epoch() const;
 
+  /// `scheduling_unit` (> 0): batches per training report (Determined's legacy harness makes it
+  /// `Trainer.fit`'s `reporting_period`); preemption and stop requests are also observed there.
+  DTL_INLINE std::optional<std::int64_t> scheduling_unit() const;
+
   /// `searcher.metric`, the validation metric that "best" refers to; empty when absent.
   DTL_INLINE std::string searcher_metric() const;
 

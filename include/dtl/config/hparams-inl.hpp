@@ -285,6 +285,49 @@ DTL_INLINE const nlohmann::json* find_hparam(const nlohmann::json& hparams, std:
   return node;
 }
 
+namespace search_space_detail {
+inline void collect(const nlohmann::json& section, const nlohmann::json& final_hparams, std::string_view source,
+                    const std::string& prefix, std::vector<std::string>& out) {
+  if (!section.is_object()) return;
+  for (const auto& [name, value] : section.items()) {
+    const std::string dotted = prefix.empty() ? name : prefix + "." + name;
+    if (!value.is_object()) continue;
+    const auto type_it = value.find("type");
+    if (type_it == value.end()) {
+      collect(value, final_hparams, source, dotted, out);
+      continue;
+    }
+    if (!type_it->is_string() || *type_it == "const") continue;
+    const std::string type = type_it->get<std::string>();
+    const auto collapsed = resolve_hparam_value(value, source, "hyperparameters." + dotted);
+    const auto* now = find_hparam(final_hparams, dotted);
+    if (now == nullptr || *now != collapsed) continue;  // something chose another value
+    std::string space, why;
+    if (type == "categorical") {
+      space = "categorical " + value.at("vals").dump();
+      why = "the first of its values";
+    } else if (type == "log") {
+      space = "log, base " + value.at("base").dump() + ", exponents from " + value.at("minval").dump() + " to " +
+              value.at("maxval").dump();
+      why = "the base to the middle exponent";
+    } else {
+      space = type + " from " + value.at("minval").dump() + " to " + value.at("maxval").dump();
+      why = type == "int" ? "the middle of its range, rounded down" : "the middle of its range";
+    }
+    out.push_back("hyperparameter '" + dotted + "' is a search space in " + std::string(source) + " (" + space +
+                  "): with no searcher it takes " + collapsed.dump() + ", " + why + "; pass --hparam " + dotted +
+                  "=VALUE to choose one");
+  }
+}
+}  // namespace search_space_detail
+
+DTL_INLINE std::vector<std::string> search_space_notes(const nlohmann::json& section,
+                                                       const nlohmann::json& final_hparams, std::string_view source) {
+  std::vector<std::string> out;
+  search_space_detail::collect(section, final_hparams, source, "", out);
+  return out;
+}
+
 }  // namespace dtl::detail
 
 #endif  // DTL_CONFIG_HPARAMS_INL_HPP

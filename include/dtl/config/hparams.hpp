@@ -185,6 +185,15 @@ DTL_INLINE nlohmann::json resolve_hyperparameters(const nlohmann::json& section,
 DTL_INLINE nlohmann::json resolve_hparam_value(const nlohmann::json& value, std::string_view source,
                                                const std::string& path);
 
+/// One line per search space of `section` (Determined's `hyperparameters`) whose collapsed value
+/// (resolve_hyperparameters) is still the value in `final_hparams` — nothing (the cluster's
+/// searcher, --hparam, an hparams file) chose another: which value it takes and why, and how to
+/// choose one. What init prints, so that nobody trains on a value they did not see.
+///     "hyperparameter 'lr' is a search space in experiment.yaml (double from 0.0001 to 1): with no
+///      searcher it takes 0.50005, the middle of its range; pass --hparam lr=VALUE to choose one"
+DTL_INLINE std::vector<std::string> search_space_notes(const nlohmann::json& section,
+                                                       const nlohmann::json& final_hparams, std::string_view source);
+
 }  // namespace dtl::detail
 
 #ifndef DTL_COMPILED_LIB

@@ -91,6 +91,16 @@ class stream_iterator {
   S* s_ = nullptr;
 };
 
+/// What torch.utils.data.DataLoader's iterator does as it starts (`_BaseDataLoaderIter.__init__`,
+/// for every pass without a `generator`): one int64 drawn from the global CPU generator, its
+/// workers' base seed. The draw moves the stream that dropout and every later draw of the trial
+/// use, so dtl's loaders make it too: a trial's random numbers then follow Python's. The same
+/// ATen op, so the same generator steps (two 32-bit outputs of the Mersenne twister).
+inline void draw_torch_base_seed() {
+  torch::NoGradGuard no_grad;
+  (void)torch::empty({}, torch::TensorOptions().dtype(torch::kInt64)).random_();
+}
+
 /// The DataLoader's own batch sampler: a tag that means "build it from batch_size, shuffle and
 /// drop_last" (torch's default RandomSampler/SequentialSampler + BatchSampler).
 struct default_batch_sampler {};
@@ -253,8 +263,8 @@ class DataLoader {
   template <class Pipeline>
   class Stream {
    public:
-    Stream(const DataLoader& loader, Pipeline pipeline, bool track_state)
-        : loader_(&loader), pipeline_(std::move(pipeline)), track_state_(track_state) {}
+    Stream(const DataLoader& loader, Pipeline pipeline, bool track_state, bool draws)
+        : loader_(&loader), pipeline_(std::move(pipeline)), track_state_(track_state), draws_(draws) {}
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;
     Stream(Stream&&) noexcept = default;  ///< only before begin(): iterators point at the stream
@@ -262,8 +272,11 @@ class DataLoader {
 
     using iterator = detail::stream_iterator<Stream, batch_type>;
 
-    /// Starts the pass (or continues from the state it was restored to).
+    /// Starts the pass (or continues from the state it was restored to), drawing torch's base
+    /// seed as a Python iterator would (not for the Trainer's training stream, whose draw the
+    /// Trainer makes where Determined creates its iterator: before a checkpoint is loaded).
     iterator begin() {
+      if (draws_) detail::draw_torch_base_seed();
       it_.emplace(pipeline_.begin());
       if (loader_->options_.num_workers > 0) {
         prefetcher_ = std::make_unique<detail::Prefetcher<DataLoader>>(*loader_, loader_->options_.num_workers,
@@ -346,6 +359,7 @@ class DataLoader {
     const DataLoader* loader_;
     Pipeline pipeline_;
     bool track_state_;
+    bool draws_;
     std::optional<std::ranges::iterator_t<Pipeline>> it_;
     bool pending_advance_ = false;  // the pipeline iterator still points at a consumed batch
     bool consumed_any_ = false;
@@ -355,6 +369,10 @@ class DataLoader {
     std::unique_ptr<detail::Prefetcher<DataLoader>> prefetcher_;
   };
 
+  /// Each pass draws torch's base seed from the global generator, as a torch DataLoader's
+  /// iterator does (detail::draw_torch_base_seed); the Trainer makes the training stream's draw.
+  static constexpr bool draws_torch_base_seed = true;
+
   /// The streams the Trainer consumes: training repeats, then shards and skips (`skip` is
   /// ignored for evaluation, which only shards). Both are Streams over the same base sampler.
   [[nodiscard]] auto adapt_training(const AdaptOptions& a) const {
@@ -362,16 +380,17 @@ class DataLoader {
     // A stream is not movable once begun; before begin() it is built in place by guaranteed elision.
     if constexpr (repeats_indices) {  // already endless: Determined's RepeatBatchSampler never ends its first pass
       return make_stream(base_pipeline(a.seed) | samplers::shard(a.rank, a.world) | samplers::skip(a.skip), a,
-                         /*track_state=*/true);
+                         /*track_state=*/true, /*draws=*/false);
     } else {
       auto p = base_pipeline(a.seed) | samplers::repeat() | samplers::shard(a.rank, a.world) | samplers::skip(a.skip);
-      return make_stream(std::move(p), a, /*track_state=*/true);
+      return make_stream(std::move(p), a, /*track_state=*/true, /*draws=*/false);
     }
   }
   [[nodiscard]] auto adapt_evaluation(const AdaptOptions& a) const {
     static_assert(!repeats_indices, DTL_DIAG_LOADER_REPEATING_VALIDATION);
     check_world(a);
-    return make_stream(base_pipeline(a.seed) | samplers::shard(a.rank, a.world), AdaptOptions{}, false);
+    return make_stream(base_pipeline(a.seed) | samplers::shard(a.rank, a.world), AdaptOptions{}, false,
+                       /*draws=*/true);
   }
 
   /// One pass in order (shuffled with `options().seed` if `shuffle`), as iterating Determined's
@@ -383,8 +402,8 @@ class DataLoader {
   friend class Stream;
 
   template <class P>
-  Stream<P> make_stream(P p, const AdaptOptions& a, bool track) const {
-    Stream<P> s(*this, std::move(p), track);
+  Stream<P> make_stream(P p, const AdaptOptions& a, bool track, bool draws) const {
+    Stream<P> s(*this, std::move(p), track, draws);
     if (a.resume) {
       if (a.resume->position != a.skip)
         throw DataError("dtl::DataLoader: a saved sampler state at batch " + std::to_string(a.resume->position) +

@@ -31,6 +31,8 @@ struct FitOptions {
   std::optional<Length> max_length;         ///< required (here, in the config, or on the command line)
   std::optional<Length> validation_period;  ///< none: only at the end
   std::optional<Length> checkpoint_period;  ///< none: only at the end
+  /// Batches per training report (and stop check); the config's `scheduling_unit` and
+  /// `--scheduling-unit N` override it, as Determined's harness does.
   Length reporting_period = Batch{100};
   CheckpointPolicy checkpoint_policy = CheckpointPolicy::best;
   std::optional<std::filesystem::path> latest_checkpoint;
@@ -75,6 +77,7 @@ inline FitOptions resolve_fit_options(FitOptions o, const PyTorchTrialContext& c
     if (auto metric = cfg->searcher_metric(); !metric.empty()) o.searcher_metric = metric;
     if (auto k = cfg->save_trial_latest()) o.save_trial_latest = *k;
     if (auto k = cfg->save_trial_best()) o.save_trial_best = *k;
+    if (auto n = cfg->scheduling_unit()) o.reporting_period = Batch{*n};
     if (cfg->raw.contains("searcher")) o.smaller_is_better = cfg->smaller_is_better();
     if (auto p = cfg->checkpoint_policy())
       o.checkpoint_policy = *p == "all"    ? CheckpointPolicy::all
@@ -83,6 +86,7 @@ inline FitOptions resolve_fit_options(FitOptions o, const PyTorchTrialContext& c
   }
   o.max_length = resolved_max_length(ctx, o.max_length);
   if (ctx.run_overrides().test_mode) o.test_mode = true;
+  if (auto n = ctx.run_overrides().scheduling_unit) o.reporting_period = Batch{*n};
   if (!o.max_length)
     throw ConfigError(
         "dtl: fit needs a max_length: pass .max_length = dtl::Batch{N} or dtl::Epoch{N} to fit, set "
