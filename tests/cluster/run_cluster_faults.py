@@ -21,6 +21,9 @@ with faults, one case at a time. Each case states what must hold:
                      rescheduled run removes the checkpoint the master never heard of (newer than
                      the one it resumes from), says so, and finishes with every checkpoint on
                      storage registered.
+  killed_mid_write   what a run killed while writing a checkpoint leaves on the shared storage (its
+                     `.tmp-<uuid>` directory, claimed by the marker written before the write): the
+                     next run of the trial removes it, says so, and finishes; no marker is left.
   refused_registration  the master refuses (400) the first checkpoint's registration: the run
                      fails naming the checkpoint and where it is on storage; it is there.
   preempted_mid_run  preemption is set when the checkpoint at 12 is registered (during training,
@@ -304,6 +307,30 @@ def case_killed_before_registration(a):
         expect(not left, f"killed_before_registration: markers left on storage: {left}")
 
 
+def case_killed_mid_write(a):
+    with Case(a, "killed_mid_write") as c:
+        root = cluster_env.checkpoint_root(c.work)
+        os.makedirs(root, exist_ok=True)
+        uuid = "5e1f0c1e-0000-4000-8000-000000000001"
+        tmp = os.path.join(root, ".tmp-" + uuid)
+        os.makedirs(tmp)
+        with open(os.path.join(tmp, "state_dict.pth"), "wb") as f:
+            f.write(b"half a checkpoint")
+        with open(os.path.join(root, f".dtl-unregistered-{cluster_env.TRIAL_ID}-{uuid}"), "w") as f:
+            f.write("writing\n")
+        other = os.path.join(root, ".tmp-another-trials-write")  # not claimed by this trial: stays
+        os.makedirs(other)
+        rc = c.run()
+        expect(rc == 0, f"killed_mid_write: status {rc}, want 0", c.log)
+        expect(not os.path.exists(tmp), "killed_mid_write: the interrupted write's directory is still there", c.log)
+        expect(f"dtl: removed .tmp-{uuid} from " in c.output, "killed_mid_write: the removal was not said", c.log)
+        expect(os.path.isdir(other), "killed_mid_write: a temporary of another writer was removed", c.log)
+        left = [n for n in os.listdir(root) if n.startswith(".dtl-unregistered-")]
+        expect(not left, f"killed_mid_write: markers left on storage: {left}")
+        registered = {ck["uuid"] for ck in c.state()["checkpoints"]}
+        expect(set(published(c.work)) <= registered, "killed_mid_write: an unregistered checkpoint on storage")
+
+
 def case_refused_registration(a):
     with Case(a, "refused_registration", faults=["400:^POST /api/v1/checkpoints$:1"]) as c:
         rc = c.run()
@@ -458,6 +485,7 @@ CASES = {
     "master_gone_2_ranks": lambda a: case_master_gone(a, nproc=2),
     "refused_registration": case_refused_registration,
     "killed_before_registration": case_killed_before_registration,
+    "killed_mid_write": case_killed_mid_write,
     "signal_ends_flush_wait": case_signal_ends_flush_wait,
     "preempted_mid_run": case_preempted_mid_run,
     "preempt_wrong_type": case_preempt_wrong_type,

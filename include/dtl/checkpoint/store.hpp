@@ -37,6 +37,12 @@ class CheckpointStore {
   /// background, before on_checkpoint_write_end). An error here fails the run; the checkpoint
   /// stays on storage.
   virtual void register_checkpoint(const StoredCheckpoint& /*checkpoint*/) {}
+  /// Checkpoint `uuid` is about to be written (into directory()/.tmp-<uuid>, renamed to
+  /// directory()/<uuid> when complete), on the thread that writes it. A store whose directory
+  /// other runs share can leave a note claiming the temporary here, so that the next run of the
+  /// same owner removes what a kill mid-write leaves (a run that owns its directory removes every
+  /// `.tmp-*` there itself).
+  virtual void writing(const std::string& /*uuid*/) {}
   /// Whether the run owns directory(): dtl keeps `latest` there, applies the retention policy
   /// (save_trial_latest/best) and removes interrupted writes. A directory that other runs share
   /// (a Determined experiment's checkpoint storage, whose master collects garbage) returns

@@ -47,7 +47,9 @@ class ClusterSession {
   }
 
  private:
-  /// An earlier run of this trial killed (SIGKILL, the node lost) between writing a checkpoint and
+  /// An earlier run of this trial killed (SIGKILL, the node lost) while writing a checkpoint left
+  /// its temporary directory (`.tmp-<uuid>`, claimed by the marker written before the write): it
+  /// is removed, and said so. One killed between writing a checkpoint and
   /// the master taking its registration left it on storage, unknown to the master, which will
   /// never collect it. One newer than the master's latest checkpoint (the one this run resumes
   /// from) was certainly not registered (registrations go in order): it is removed, and said so.
@@ -74,6 +76,11 @@ class ClusterSession {
     for (const auto& marker : markers) {
       const auto uuid = marker.filename().string().substr(prefix.size());
       const auto ckpt = dir / uuid;
+      if (const auto tmp = dir / (".tmp-" + uuid); fs::exists(tmp, ec)) {
+        fs::remove_all(tmp, ec);
+        std::cerr << "dtl: removed " << tmp.filename().string() << " from " << dir.string()
+                  << ": an earlier run of this trial was stopped while writing that checkpoint\n";
+      }
       if (fs::exists(ckpt, ec) && (!latest || uuid != *latest)) {
         const auto steps = steps_of(uuid);
         const std::string batch = steps ? " (batch " + std::to_string(*steps) + ")" : std::string();
@@ -182,6 +189,12 @@ class ClusterStore final : public CheckpointStore {
   explicit ClusterStore(std::shared_ptr<ClusterSession> s) : s_(std::move(s)) {}
   [[nodiscard]] std::filesystem::path directory() const override { return s_->info().checkpoint_dir; }
   [[nodiscard]] bool owns_directory() const override { return false; }
+
+  /// The marker that says a checkpoint is not registered goes before its write starts, so that
+  /// it also claims the write's temporary directory on the shared storage.
+  void writing(const std::string& uuid) override {
+    if (s_->master()) write_file(s_->unregistered_marker(uuid), "writing\n");
+  }
 
   void register_checkpoint(const StoredCheckpoint& c) override {
     auto* m = s_->master();

@@ -94,6 +94,7 @@ DTL_INLINE void CheckpointSession::save(CheckpointState st, const nlohmann::json
             checkpointer().snapshot(ctx_.checkpoint_state(), st, named, hooks));
         const nlohmann::json target = {{"uuid", snap->target.uuid}};
         auto job = [this, snap, batch] {
+          store_->writing(snap->target.uuid);
           auto w = checkpointer().write(*snap);
           checkpointer().collect_garbage(opts_.retention);
           store_->register_checkpoint({.uuid = w.uuid, .dir = w.dir, .steps_completed = batch});
