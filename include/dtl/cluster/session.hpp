@@ -193,7 +193,11 @@ class ClusterStore final : public CheckpointStore {
   /// The marker that says a checkpoint is not registered goes before its write starts, so that
   /// it also claims the write's temporary directory on the shared storage.
   void writing(const std::string& uuid) override {
-    if (s_->master()) write_file(s_->unregistered_marker(uuid), "writing\n");
+    if (!s_->master()) return;
+    std::error_code ec;
+    std::filesystem::create_directories(directory(), ec);  // the first checkpoint makes the directory
+    if (ec) return;  // the write that follows names what is wrong with it
+    write_file(s_->unregistered_marker(uuid), "writing\n");
   }
 
   void register_checkpoint(const StoredCheckpoint& c) override {
