@@ -48,24 +48,40 @@ struct is_string_map<std::unordered_map<std::string, V, H, E, A>> : std::true_ty
 template <class T>
 inline constexpr bool is_tensor_v = std::is_same_v<std::remove_cvref_t<T>, torch::Tensor>;
 
-/// Does a structure contain a tensor anywhere (decided from the type alone)?
-template <class T>
-constexpr bool contains_tensor() {
+/// Whether any (All = false) or every (All = true) leaf of a structure is a tensor, decided from
+/// the type alone: a leaf is whatever is not a tuple, pair, array, vector or string map.
+template <class T, bool All>
+constexpr bool tensor_leaves() {
   using U = std::remove_cvref_t<T>;
   if constexpr (is_tensor_v<U>) {
     return true;
   } else if constexpr (is_tuple_like<U>::value) {
     return []<std::size_t... I>(std::index_sequence<I...>) {
-      return (contains_tensor<std::tuple_element_t<I, U>>() || ...);
+      if constexpr (All)
+        return (tensor_leaves<std::tuple_element_t<I, U>, All>() && ...);
+      else
+        return (tensor_leaves<std::tuple_element_t<I, U>, All>() || ...);
     }
     (std::make_index_sequence<std::tuple_size_v<U>>{});
   } else if constexpr (is_vector<U>::value) {
-    return contains_tensor<typename U::value_type>();
+    return tensor_leaves<typename U::value_type, All>();
   } else if constexpr (is_string_map<U>::value) {
-    return contains_tensor<typename U::mapped_type>();
+    return tensor_leaves<typename U::mapped_type, All>();
   } else {
     return false;
   }
+}
+
+/// Does a structure contain a tensor anywhere?
+template <class T>
+constexpr bool contains_tensor() {
+  return tensor_leaves<T, false>();
+}
+
+/// Is every leaf of the structure a tensor (no number or string a step could read on the host)?
+template <class T>
+constexpr bool only_tensor_leaves() {
+  return tensor_leaves<T, true>();
 }
 
 }  // namespace detail
@@ -113,25 +129,6 @@ void for_each_tensor(T& data, F&& f) {
   }
 }
 
-/// Is every leaf of the structure a tensor (no number or string a step could read on the host)?
-template <class T>
-constexpr bool only_tensor_leaves() {
-  using U = std::remove_cvref_t<T>;
-  if constexpr (is_tensor_v<U>) {
-    return true;
-  } else if constexpr (is_tuple_like<U>::value) {
-    return []<std::size_t... I>(std::index_sequence<I...>) {
-      return (only_tensor_leaves<std::tuple_element_t<I, U>>() && ...);
-    }
-    (std::make_index_sequence<std::tuple_size_v<U>>{});
-  } else if constexpr (is_vector<U>::value) {
-    return only_tensor_leaves<typename U::value_type>();
-  } else if constexpr (is_string_map<U>::value) {
-    return only_tensor_leaves<typename U::mapped_type>();
-  } else {
-    return false;
-  }
-}
 }  // namespace detail
 
 /// Moves every tensor of a nested batch to `device`; everything else passes through unchanged.

@@ -194,11 +194,10 @@ class DeviceLearningRates {
     write(slots_.back(), lr);
     return slots_.back().tensor;
   }
-  /// Writes every group's current lr (`lr_of(group)`) where it changed.
-  template <class LrOf>
-  void refresh(LrOf&& lr_of) {
+  /// Writes every group's current lr where it changed.
+  void refresh(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
     for (auto& s : slots_)
-      if (const double lr = lr_of(s.group); s.written != lr) write(s, lr);
+      if (const double lr = groups[s.group].options().get_lr(); s.written != lr) write(s, lr);
   }
 
  private:

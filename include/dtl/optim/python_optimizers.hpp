@@ -62,6 +62,13 @@ inline void check_step_options(const OptimizerOptions& o, const char* name, bool
                                      "leave OptimizerOptions.foreach, .fused and .capturable unset for this optimizer");
 }
 
+/// `o` with capturable on (FitOptions::cuda_graphs), checked as wrap_optimizer checks options.
+[[nodiscard]] inline OptimizerOptions capturable(OptimizerOptions o, const char* name) {
+  o.capturable = true;
+  check_step_options(o, name, true);
+  return o;
+}
+
 /// Buckets of one group's parameters by device and dtype, in first-seen order (torch.optim's
 /// `_group_tensors_by_device_and_dtype`), reused from step to step.
 template <class Lists>
@@ -106,15 +113,8 @@ class PythonSGD : public torch::optim::SGD, public StepControl {
   torch::Tensor step(LossClosure closure = nullptr) override { return run(std::move(closure), nullptr); }
   void step_with_amp(const AmpArgs& amp) override { run(nullptr, &amp); }
   [[nodiscard]] const OptimizerOptions& options() const noexcept override { return o_; }
-  void make_capturable() override {
-    auto o = o_;
-    o.capturable = true;
-    check_step_options(o, "SGD", true);
-    o_ = o;
-  }
-  void refresh_device_lr() override {
-    lrs_.refresh([&](std::size_t g) { return param_groups()[g].options().get_lr(); });
-  }
+  void make_capturable() override { o_ = capturable(o_, "SGD"); }
+  void refresh_device_lr() override { lrs_.refresh(param_groups()); }
 
  private:
   torch::Tensor run(LossClosure closure, const AmpArgs* amp) {
@@ -249,15 +249,8 @@ class PythonAdamOf : public Base, public StepControl {
   }
   void step_with_amp(const AmpArgs& amp) override { run(nullptr, &amp); }
   [[nodiscard]] const OptimizerOptions& options() const noexcept override { return o_; }
-  void make_capturable() override {
-    auto o = o_;
-    o.capturable = true;
-    check_step_options(o, Decoupled ? "AdamW" : "Adam", true);
-    o_ = o;
-  }
-  void refresh_device_lr() override {
-    lrs_.refresh([&](std::size_t g) { return this->param_groups()[g].options().get_lr(); });
-  }
+  void make_capturable() override { o_ = capturable(o_, Decoupled ? "AdamW" : "Adam"); }
+  void refresh_device_lr() override { lrs_.refresh(this->param_groups()); }
 
   void sync_state() override {
     for (auto& [key, slot] : this->state())

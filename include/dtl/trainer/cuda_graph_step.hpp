@@ -184,7 +184,6 @@ class CudaGraphStep {
 
   /// A new workload: its metrics start at the first row of the buffers again.
   void new_workload() noexcept { row_ = 0; }
-  [[nodiscard]] bool captured() const noexcept { return captured_; }
 
  private:
   /// One group of 0-d metrics of one dtype: the captured stack of them, and per batch a row
@@ -204,7 +203,6 @@ class CudaGraphStep {
 
   template <class B, class Call>
   void eager(B& host, Call& call, MetricCollector& collector) {
-    for (auto* o : s_.optimizers) o->refresh_device_lr();
     auto batch = dtl::to_device(std::move(host), s_.device, /*non_blocking=*/true);
     collector.add(call(batch), "training");
   }
@@ -240,15 +238,16 @@ class CudaGraphStep {
                   batch_idx));
     } else {
 #ifdef DTL_WITH_CUDA
-      auto owned = std::make_shared<B>(dtl::to_device(std::move(host), s_.device, /*non_blocking=*/false));
+      // The captured batch: train_batch sees it once; the graph keeps reading its tensors' storage
+      // (held by static_inputs_) at every replay.
+      auto owned = dtl::to_device(std::move(host), s_.device, /*non_blocking=*/false);
       static_inputs_.clear();
-      for_each_tensor(*owned, [&](torch::Tensor& t) {
+      for_each_tensor(owned, [&](torch::Tensor& t) {
         // Buffers of the graph's own: a batch already on the device may be a view of the loader's
         // data, which the copies into the inputs would otherwise overwrite.
         if (t.defined()) t = t.detach().clone();
         static_inputs_.push_back(t);
       });
-      static_batch_ = owned;
       for (auto* o : s_.optimizers) o->refresh_device_lr();  // none is written inside the capture
       const auto device_index = s_.device.has_index() ? s_.device.index() : c10::cuda::current_device();
       c10::cuda::device_synchronize();
@@ -259,7 +258,7 @@ class CudaGraphStep {
         CaptureFlag flag;
         graph_->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
         try {
-          keep_outputs(call(*owned));
+          keep_outputs(call(owned));
           graph_->capture_end();
         } catch (const std::exception& e) {
           try {
@@ -357,8 +356,7 @@ class CudaGraphStep {
   std::int64_t eager_batches_ = 0;
   bool captured_ = false;
   bool said_eager_ = false;
-  std::shared_ptr<void> static_batch_;        // the captured batch (its tensors are the graph's inputs)
-  std::vector<torch::Tensor> static_inputs_;  // its tensors, in for_each_tensor's order
+  std::vector<torch::Tensor> static_inputs_;  // the captured batch's tensors, in for_each_tensor's order
   std::vector<torch::Tensor> incoming_;       // reused: a new batch's tensors, in the same order
   std::vector<std::string> keys_;             // the metrics' names, in train_batch's order
   std::vector<std::pair<int, int>> where_;    // per metric: (row group, index), or (-1, index in others_)
