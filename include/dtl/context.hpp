@@ -23,6 +23,7 @@
 #include <dtl/log/tensorboard.hpp>
 #include <dtl/lr_schedulers.hpp>
 #include <dtl/optim/python_optimizers.hpp>
+#include <dtl/optim/torch_optim.hpp>
 #include <dtl/optim/step_options.hpp>
 #include <dtl/custom_reducers.hpp>
 #include <dtl/profiler.hpp>

@@ -36,18 +36,90 @@ struct Spec {
   double scale = 1024.0;
   std::uint64_t seed = 7;
   std::string device = "cpu";  // values are drawn on the CPU and moved there
+  // Resuming across the languages (optim_reference.py): the parameters and the optimizer's
+  // state_dict written with torch.save's format before step `save_at`; or, in place of the
+  // steps before `load_at` (their weights still drawn), read from `load_from`.
+  int save_at = -1;
+  std::string save_to;
+  int load_at = -1;
+  std::string load_from;
 
   [[nodiscard]] json to_json() const {
     return {{"optimizer", optimizer}, {"impl", impl}, {"kwargs", kwargs}, {"shapes", shapes},
             {"dtypes", dtypes}, {"split", split}, {"lr2", lr2}, {"steps", steps}, {"scaler", scaler},
             {"unscale_first", unscale_first}, {"halve_lr", halve_lr}, {"inf_step", inf_step}, {"scale", scale}, {"seed", seed},
-            {"device", device}};
+            {"device", device}, {"save_at", save_at}, {"save_to", save_to}, {"load_at", load_at},
+            {"load_from", load_from}};
   }
 };
 
-double kw(const json& k, const char* name, double def) { return k.contains(name) ? k.at(name).get<double>() : def; }
+inline double kw(const json& k, const char* name, double def) { return k.contains(name) ? k.at(name).get<double>() : def; }
 
-std::shared_ptr<torch::optim::Optimizer> make_optimizer(dtl::PyTorchTrialContext& ctx, const Spec& s,
+/// dtl's Adadelta, Adamax, NAdam, RAdam, ASGD and Rprop (optim/torch_optim.hpp) from a spec's
+/// kwargs (torch.optim's names; an absent one keeps the default); nullptr for another name.
+inline std::shared_ptr<torch::optim::Optimizer> make_torch_optim(dtl::PyTorchTrialContext& ctx, const Spec& s,
+                                                                 const std::vector<torch::Tensor>& a,
+                                                                 const std::vector<torch::Tensor>& b,
+                                                                 const dtl::OptimizerOptions& o) {
+  const auto& k = s.kwargs;
+  auto num = [&](const char* name, auto setter) {
+    if (k.contains(name)) setter(k.at(name).get<double>());
+  };
+  auto two = [&](const char* name, auto setter) {
+    if (k.contains(name)) setter(std::make_tuple(k.at(name)[0].get<double>(), k.at(name)[1].get<double>()));
+  };
+  auto yes = [&](const char* name, auto setter) {
+    if (k.contains(name)) setter(k.at(name).get<bool>());
+  };
+  auto wrap = [&]<class O>(typename O::Options opts) -> std::shared_ptr<torch::optim::Optimizer> {
+    num("lr", [&](double v) { opts.lr(v); });
+    num("eps", [&](double v) {
+      if constexpr (requires { opts.eps(v); }) opts.eps(v);
+    });
+    num("weight_decay", [&](double v) {
+      if constexpr (requires { opts.weight_decay(v); }) opts.weight_decay(v);
+    });
+    yes("maximize", [&](bool v) { opts.maximize(v); });
+    if constexpr (requires { opts.betas(); }) two("betas", [&](auto v) { opts.betas(v); });
+    if constexpr (requires { opts.decoupled_weight_decay(); })
+      yes("decoupled_weight_decay", [&](bool v) { opts.decoupled_weight_decay(v); });
+    std::vector<torch::optim::OptimizerParamGroup> g;
+    g.emplace_back(a);
+    auto second = opts;
+    second.lr(s.lr2);
+    if (!b.empty()) g.emplace_back(b, std::make_unique<decltype(second)>(second));
+    return ctx.wrap_optimizer(O(std::move(g), opts), o);
+  };
+  namespace optim = dtl::optim;
+  if (s.optimizer == "Adadelta") {
+    optim::AdadeltaOptions opts;
+    num("rho", [&](double v) { opts.rho(v); });
+    return wrap.template operator()<optim::Adadelta>(opts);
+  }
+  if (s.optimizer == "Adamax") return wrap.template operator()<optim::Adamax>({});
+  if (s.optimizer == "NAdam") {
+    optim::NAdamOptions opts;
+    num("momentum_decay", [&](double v) { opts.momentum_decay(v); });
+    return wrap.template operator()<optim::NAdam>(opts);
+  }
+  if (s.optimizer == "RAdam") return wrap.template operator()<optim::RAdam>({});
+  if (s.optimizer == "ASGD") {
+    optim::ASGDOptions opts;
+    num("lambd", [&](double v) { opts.lambd(v); });
+    num("alpha", [&](double v) { opts.alpha(v); });
+    num("t0", [&](double v) { opts.t0(v); });
+    return wrap.template operator()<optim::ASGD>(opts);
+  }
+  if (s.optimizer == "Rprop") {
+    optim::RpropOptions opts;
+    two("etas", [&](auto v) { opts.etas(v); });
+    two("step_sizes", [&](auto v) { opts.step_sizes(v); });
+    return wrap.template operator()<optim::Rprop>(opts);
+  }
+  return nullptr;
+}
+
+inline std::shared_ptr<torch::optim::Optimizer> make_optimizer(dtl::PyTorchTrialContext& ctx, const Spec& s,
                                                         const std::vector<torch::Tensor>& params) {
   const std::vector<torch::Tensor> a(params.begin(), params.begin() + static_cast<std::ptrdiff_t>(s.split));
   const std::vector<torch::Tensor> b(params.begin() + static_cast<std::ptrdiff_t>(s.split), params.end());
@@ -68,6 +140,7 @@ std::shared_ptr<torch::optim::Optimizer> make_optimizer(dtl::PyTorchTrialContext
     if (!b.empty()) g.emplace_back(b, std::make_unique<decltype(second)>(second));
     return ctx.wrap_optimizer(O(std::move(g), opts), o);
   };
+  if (auto made = make_torch_optim(ctx, s, a, b, o)) return made;
   if (s.optimizer == "SGD")
     return wrap.template operator()<torch::optim::SGD>(torch::optim::SGDOptions(kw(k, "lr", 0.01))
                                                            .momentum(kw(k, "momentum", 0))
@@ -86,14 +159,14 @@ std::shared_ptr<torch::optim::Optimizer> make_optimizer(dtl::PyTorchTrialContext
 }
 
 /// A value as one exact spelling (C's %a; every NaN as "nan"), whichever side wrote it.
-std::string hex_of(double v) {
+inline std::string hex_of(double v) {
   if (std::isnan(v)) return "nan";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%a", v);
   return buf;
 }
 
-std::vector<std::string> hexes(const torch::Tensor& t) {
+inline std::vector<std::string> hexes(const torch::Tensor& t) {
   std::vector<std::string> out;
   auto d = t.detach().to(torch::kCPU, torch::kDouble).contiguous().flatten();
   for (std::int64_t i = 0; i < d.numel(); ++i) out.push_back(hex_of(d.data_ptr<double>()[i]));
@@ -101,7 +174,7 @@ std::vector<std::string> hexes(const torch::Tensor& t) {
 }
 
 /// Python's float.hex spellings respelled as hex_of's (strtod reads both exactly).
-void respell(json& j) {
+inline void respell(json& j) {
   if (j.is_string())
     j = hex_of(std::strtod(j.get<std::string>().c_str(), nullptr));
   else if (j.is_array() || j.is_object())
@@ -115,7 +188,7 @@ struct Outcome {
   std::shared_ptr<dtl::GradScaler> scaler;
 };
 
-Outcome run_dtl(const Spec& s, int steps) {
+inline Outcome run_dtl(const Spec& s, int steps) {
   auto ctx = dtl::init({.seed = 1, .run_dir = test::temp_run_dir("optim")});  // before the draws: init seeds
   Outcome r;
   torch::manual_seed(s.seed);
@@ -127,6 +200,26 @@ Outcome run_dtl(const Spec& s, int steps) {
   r.opt = make_optimizer(ctx, s, r.params);
   if (s.scaler) r.scaler = std::make_shared<dtl::GradScaler>(dtl::GradScalerOptions{.init_scale = s.scale, .growth_interval = 2});
   for (int step = 0; step < steps; ++step) {
+    if (!s.load_from.empty() && step < s.load_at) {  // Python took these steps
+      for (const auto& p : r.params) (void)torch::randn(p.sizes(), p.scalar_type());
+      continue;
+    }
+    if (!s.load_from.empty() && step == s.load_at) {
+      const auto saved = dtl::detail::load_pickle_archive(s.load_from).toGenericDict();
+      const auto values = saved.at("params").toListRef();
+      REQUIRE(values.size() == r.params.size());
+      torch::NoGradGuard no_grad;
+      for (std::size_t i = 0; i < values.size(); ++i) r.params[i].copy_(values[i].toTensor());
+      REQUIRE(dtl::detail::load_python_optimizer_state(*r.opt, saved.at("optimizer"), "Python's state_dict"));
+    }
+    if (!s.save_to.empty() && step == s.save_at) {
+      auto saved = c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get());
+      c10::impl::GenericList values(c10::AnyType::get());
+      for (const auto& p : r.params) values.push_back(p.detach().cpu().clone());
+      saved.insert("params", values);
+      saved.insert("optimizer", *dtl::detail::python_optimizer_state(*r.opt));
+      dtl::detail::save_pickle_archive(saved, s.save_to);
+    }
     torch::Tensor loss;
     std::vector<torch::Tensor> weights;
     for (const auto& p : r.params) weights.push_back(torch::randn(p.sizes(), p.scalar_type()).to(dev));
@@ -153,7 +246,7 @@ Outcome run_dtl(const Spec& s, int steps) {
 }
 
 /// The optimizer's state as Python's state_dict has it (through the checkpoint's Python layout).
-json dtl_state(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params) {
+inline json dtl_state(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& params) {
   auto py = dtl::detail::python_optimizer_state(opt);
   REQUIRE(py.has_value());
   auto state = py->toGenericDict().at("state").toGenericDict();
@@ -175,7 +268,7 @@ json dtl_state(torch::optim::Optimizer& opt, const std::vector<torch::Tensor>& p
 }
 
 /// Python's results for the specs, in order (one interpreter for all of them).
-std::vector<json> python_results(const std::vector<Spec>& specs) {
+inline std::vector<json> python_results(const std::vector<Spec>& specs) {
   const auto in = test::temp_run_dir("optim_specs");
   std::filesystem::create_directories(in);
   {
@@ -200,7 +293,7 @@ std::vector<json> python_results(const std::vector<Spec>& specs) {
   return out;
 }
 
-std::vector<Spec> specs(const std::string& device = "cpu") {
+inline std::vector<Spec> specs(const std::string& device = "cpu") {
   std::vector<Spec> v;
   for (const char* impl : {"foreach", "fused", "single"}) {
     v.push_back({.name = "SGD", .optimizer = "SGD", .impl = impl, .kwargs = {{"lr", 0.05}}});

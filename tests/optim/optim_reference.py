@@ -4,7 +4,12 @@ one JSON result per line on stdout. Each spec draws the parameters and, per step
 linear loss from torch.manual_seed(seed) in the same order as the C++ test, steps torch.optim's
 SGD/Adam/AdamW with the spec's foreach/fused choice (optionally under torch.amp.GradScaler on the
 spec's device, with an inf loss on one step), and reports every parameter and state tensor as float.hex
-strings, so the comparison is bit for bit."""
+strings, so the comparison is bit for bit. Any torch.optim class by name (Adadelta, Adamax, NAdam, ...).
+
+Resuming across the languages: with "save_to", after "save_at" steps the parameters and
+`opt.state_dict()` are written with torch.save (for dtl to load); with "load_from", after
+"load_at" steps' draws the parameters and optimizer state are replaced by what that file holds
+(written by dtl), and the run goes on from there (the steps before draw their weights only)."""
 import json
 import sys
 
@@ -39,6 +44,18 @@ def run(spec):
     opt = getattr(torch.optim, spec["optimizer"])(groups, **kw)
     scaler = torch.amp.GradScaler(dev.type, init_scale=spec["scale"], growth_interval=2) if spec["scaler"] else None
     for step in range(spec["steps"]):
+        if spec.get("load_from") and step < spec["load_at"]:  # dtl took these steps
+            for p in params:
+                torch.randn(p.shape, dtype=p.dtype)
+            continue
+        if spec.get("load_from") and step == spec["load_at"]:
+            saved = torch.load(spec["load_from"], weights_only=True)
+            with torch.no_grad():
+                for p, v in zip(params, saved["params"]):
+                    p.copy_(v)
+            opt.load_state_dict(saved["optimizer"])
+        if spec.get("save_to") and step == spec["save_at"]:
+            torch.save({"params": [p.detach().clone() for p in params], "optimizer": opt.state_dict()}, spec["save_to"])
         weights = [torch.randn(p.shape, dtype=p.dtype).to(dev) for p in params]
         loss = sum((p * w).sum() for p, w in zip(params, weights))
         if step == spec["inf_step"]:

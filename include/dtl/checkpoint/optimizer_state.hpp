@@ -2,8 +2,9 @@
 // [idx, ...]}]}`, with each torch.optim class's own keys (of the torch beside the LibTorch: 1.13 or 2.x), so a dtl checkpoint's entry
 // loads into the Python optimizer with `opt.load_state_dict(...)` and gives the same next step, and
 // a Python-written one loads into dtl. LibTorch's SGD, Adam, AdamW, RMSprop and Adagrad are
-// covered; another optimizer type has no Python layout (the checkpointer then keeps LibTorch's
-// own archive for it).
+// covered here; an optimizer implementing optim::PythonStateDict (dtl's Adadelta, Adamax, NAdam,
+// RAdam, ASGD, Rprop, and a user's on optim::PythonOptimizer) writes its own; another optimizer
+// type has no Python layout (the checkpointer then keeps LibTorch's own archive for it).
 #ifndef DTL_CHECKPOINT_OPTIMIZER_STATE_HPP
 #define DTL_CHECKPOINT_OPTIMIZER_STATE_HPP
 
@@ -14,6 +15,7 @@
 #include <dtl/detail/torch_compat.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/lr/param_group_keys.hpp>
+#include <dtl/optim/python_state.hpp>
 #include <dtl/optim/step_control.hpp>
 
 #include <ATen/core/Dict.h>
@@ -30,34 +32,10 @@ namespace dtl::inline DTL_ABI::detail {
 
 namespace optim_layout {
 
-using Dict = c10::impl::GenericDict;
+using namespace optim::python_layout;
 
-inline Dict str_dict() { return Dict(c10::StringType::get(), c10::AnyType::get()); }
-
-inline compat::OptimizerStateKey key_of(const torch::Tensor& p) { return compat::optimizer_state_key(p); }
-
-/// A state tensor as torch.save stores it: detached, on the CPU.
-inline torch::Tensor out(const torch::Tensor& t) { return t.detach().cpu(); }
-/// A loaded state tensor made the parameter's own: its device and dtype, its own memory.
-inline torch::Tensor in(const c10::IValue& v, const torch::Tensor& like) {
-  return v.toTensor().to(like.device(), like.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
-}
-
-inline double num(const Dict& d, const char* k, const std::string& where) {
-  if (!d.contains(k)) throw CheckpointError(where + ": param_group has no '" + k + "'");
-  const auto v = d.at(k);
-  if (v.isDouble()) return v.toDouble();
-  if (v.isInt()) return static_cast<double>(v.toInt());
-  if (v.isBool()) return v.toBool() ? 1.0 : 0.0;
-  throw CheckpointError(where + ": param_group['" + k + "'] is not a number");
-}
-inline bool flag(const Dict& d, const char* k, const std::string& where) { return num(d, k, where) != 0.0; }
 /// Python keeps Adam's `step` as a float tensor and RMSprop's as an int.
-inline std::int64_t step_of(const c10::IValue& v) {
-  if (v.isTensor()) return static_cast<std::int64_t>(v.toTensor().item<double>());
-  if (v.isInt()) return v.toInt();
-  return static_cast<std::int64_t>(v.toDouble());
-}
+inline std::int64_t step_of(const c10::IValue& v) { return static_cast<std::int64_t>(scalar(v)); }
 
 // Per optimizer class: the group's hyperparameters and one parameter's state, both ways.
 template <class Opt>
@@ -87,7 +65,7 @@ struct Layout<torch::optim::SGD> {
   static void state_out(const State& s, Dict& d) {
     if (s.momentum_buffer().defined()) d.insert("momentum_buffer", out(s.momentum_buffer()));
   }
-  static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p) {
+  static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p, const std::string&) {
     auto s = std::make_unique<State>();
     if (d.contains("momentum_buffer") && !d.at("momentum_buffer").isNone())
       s->momentum_buffer(in(d.at("momentum_buffer"), p));
@@ -146,7 +124,7 @@ struct AdamLike {
     d.insert("exp_avg_sq", out(s.exp_avg_sq()));
     if (s.max_exp_avg_sq().defined()) d.insert("max_exp_avg_sq", out(s.max_exp_avg_sq()));
   }
-  static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p) {
+  static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p, const std::string&) {
     auto s = std::make_unique<State>();
     s->step(step_of(d.at("step")));
     s->exp_avg(in(d.at("exp_avg"), p));
@@ -190,7 +168,7 @@ struct Layout<torch::optim::RMSprop> {
     if (s.momentum_buffer().defined()) d.insert("momentum_buffer", out(s.momentum_buffer()));
     if (s.grad_avg().defined()) d.insert("grad_avg", out(s.grad_avg()));
   }
-  static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p) {
+  static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p, const std::string&) {
     auto s = std::make_unique<State>();
     s->step(step_of(d.at("step")));
     s->square_avg(in(d.at("square_avg"), p));
@@ -225,7 +203,7 @@ struct Layout<torch::optim::Adagrad> {
     d.insert("step", torch::tensor(static_cast<float>(s.step())));
     d.insert("sum", out(s.sum()));
   }
-  static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p) {
+  static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p, const std::string&) {
     auto s = std::make_unique<State>();
     s->step(step_of(d.at("step")));
     s->sum(in(d.at("sum"), p));
@@ -234,76 +212,9 @@ struct Layout<torch::optim::Adagrad> {
 };
 
 template <class Opt>
-c10::IValue save(Opt& opt) {
-  using L = Layout<Opt>;
-  Dict state(c10::IntType::get(), c10::AnyType::get());
-  c10::impl::GenericList groups(c10::AnyType::get());
-  std::int64_t index = 0;
-  for (auto& group : opt.param_groups()) {
-    Dict g = str_dict();
-    L::group_out(static_cast<const typename L::Options&>(group.options()), g);
-    c10::impl::GenericList params(c10::AnyType::get());
-    for (const auto& p : group.params()) {
-      params.push_back(index);
-      if (auto it = opt.state().find(key_of(p)); it != opt.state().end()) {
-        Dict s = str_dict();
-        L::state_out(static_cast<const typename L::State&>(*it->second), s);
-        state.insert(index, s);
-      }
-      ++index;
-    }
-    g.insert("params", params);
-    groups.push_back(g);
-  }
-  Dict sd = str_dict();
-  sd.insert("state", state);
-  sd.insert("param_groups", groups);
-  return sd;
-}
-
-template <class Opt>
-void load(Opt& opt, const c10::IValue& v, const std::string& where) {
-  using L = Layout<Opt>;
-  if (!v.isGenericDict()) throw CheckpointError(where + " is not a dict");
-  const auto sd = v.toGenericDict();
-  if (!sd.contains("state") || !sd.contains("param_groups"))
-    throw CheckpointError(where + " has no 'state' / 'param_groups' (not an optimizer state_dict)");
-  const auto groups = sd.at("param_groups").toListRef();
-  auto& mine = opt.param_groups();
-  if (groups.size() != mine.size())
-    throw CheckpointError(where + " has " + std::to_string(groups.size()) + " param_groups but the optimizer has " +
-                          std::to_string(mine.size()));
-  // Python numbers parameters across groups in order; map those numbers to this optimizer's tensors.
-  std::vector<torch::Tensor> by_index;
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    const auto saved = groups[g].toGenericDict();
-    const auto params = saved.at("params").toListRef();
-    if (params.size() != mine[g].params().size())
-      throw CheckpointError(where + ": param_group " + std::to_string(g) + " has " + std::to_string(params.size()) +
-                            " parameters but the optimizer's has " + std::to_string(mine[g].params().size()) +
-                            " (a different model?)");
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      const auto idx = static_cast<std::size_t>(params[i].toInt());
-      if (idx >= by_index.size()) by_index.resize(idx + 1);
-      by_index[idx] = mine[g].params()[i];
-    }
-    L::group_in(static_cast<typename L::Options&>(mine[g].options()), saved, where);
-  }
-  opt.state().clear();
-  for (const auto& e : sd.at("state").toGenericDict()) {
-    const auto idx = static_cast<std::size_t>(e.key().toInt());
-    if (idx >= by_index.size() || !by_index[idx].defined())
-      throw CheckpointError(where + ": state for parameter " + std::to_string(idx) + ", which no param_group lists");
-    const auto& p = by_index[idx];
-    auto s = L::state_in(e.value().toGenericDict(), p);
-    opt.state()[key_of(p)] = std::move(s);
-  }
-}
-
-template <class Opt>
 bool try_save(torch::optim::Optimizer& o, std::optional<c10::IValue>& out) {
   if (auto* t = dynamic_cast<Opt*>(&o)) {
-    out = save(*t);
+    out = save<Layout<Opt>>(*t);
     return true;
   }
   return false;
@@ -311,7 +222,7 @@ bool try_save(torch::optim::Optimizer& o, std::optional<c10::IValue>& out) {
 template <class Opt>
 bool try_load(torch::optim::Optimizer& o, const c10::IValue& v, const std::string& where) {
   if (auto* t = dynamic_cast<Opt*>(&o)) {
-    load(*t, v, where);
+    load<Layout<Opt>>(*t, v, where);
     return true;
   }
   return false;
@@ -320,14 +231,15 @@ bool try_load(torch::optim::Optimizer& o, const c10::IValue& v, const std::strin
 }  // namespace optim_layout
 
 /// Python's `optimizer.state_dict()` for a LibTorch optimizer; nullopt for a type without a
-/// Python layout (not SGD, Adam, AdamW, RMSprop or Adagrad).
+/// Python layout (not SGD, Adam, AdamW, RMSprop, Adagrad or an optim::PythonStateDict).
 inline std::optional<c10::IValue> python_optimizer_state(torch::optim::Optimizer& opt) {
   using namespace torch::optim;
   std::optional<c10::IValue> out;
   auto* control = dynamic_cast<StepControl*>(&opt);
   if (control) control->sync_state();  // fused Adam's step counts live on the device
+  if (auto* own = dynamic_cast<optim::PythonStateDict*>(&opt)) out = own->python_state_dict();
   // AdamW before Adam: neither derives from the other in LibTorch, but keep the specific first.
-  optim_layout::try_save<SGD>(opt, out) || optim_layout::try_save<AdamW>(opt, out) ||
+  out || optim_layout::try_save<SGD>(opt, out) || optim_layout::try_save<AdamW>(opt, out) ||
       optim_layout::try_save<Adam>(opt, out) || optim_layout::try_save<RMSprop>(opt, out) ||
       optim_layout::try_save<Adagrad>(opt, out);
   if (out) {  // the keys Python's schedulers keep in param_groups ('initial_lr', OneCycleLR's, ...)
@@ -371,6 +283,10 @@ inline bool load_python_optimizer_state(torch::optim::Optimizer& opt, const c10:
                                         const std::string& where) {
   using namespace torch::optim;
   try {
+    if (auto* own = dynamic_cast<optim::PythonStateDict*>(&opt)) {
+      own->load_python_state_dict(state, where);
+      return true;
+    }
     return optim_layout::try_load<SGD>(opt, state, where) || optim_layout::try_load<AdamW>(opt, state, where) ||
            optim_layout::try_load<Adam>(opt, state, where) || optim_layout::try_load<RMSprop>(opt, state, where) ||
            optim_layout::try_load<Adagrad>(opt, state, where);
