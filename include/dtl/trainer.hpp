@@ -26,6 +26,7 @@
 #include <dtl/log/reporter.hpp>
 #include <dtl/log/run_summary.hpp>
 #include <dtl/metrics.hpp>
+#include <dtl/nn.hpp>
 #include <dtl/builtin_reducers.hpp>
 #include <dtl/stop_source.hpp>
 #include <dtl/trainer/checkpoint_session.hpp>
