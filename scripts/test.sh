@@ -157,6 +157,9 @@ if [ -z "$only" ] || [ "$only" = torch2 ]; then
     # The real Determined as the oracle: det.pytorch.Trainer 0.38.1 (.venv) and dtl train the same
     # trials, on 1 and 2 torchrun ranks, bit for bit; each resumes the other's checkpoints.
     check torch2:determined_oracle .venv/bin/python3 tests/oracle/run_oracle.py --dtl build-torch2/tests/oracle_trials
+    # Determined's own examples (examples/tutorials/mnist_pytorch, ...) under det.pytorch.Trainer
+    # against their ports in examples/determined/: every batch's loss, validation and final weights.
+    check torch2:determined_examples .venv/bin/python3 tests/determined_examples/run_examples.py --examples build-torch2/examples --work "$run/determined-examples"
     mark "Determined oracle: LibTorch 2.x"
     # A dtl trial as a Determined cluster trial, against a loopback fake master that records and
     # enforces: the same requests as the real det.pytorch.Trainer in cluster mode, call by call
