@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Determined's own examples against their dtl ports: each example's Python (transcribed in this
 folder, data loading aside) runs under det.pytorch.Trainer 0.38.1 in local mode, and its port in
-examples/determined/ runs as a user runs it, on the same synthetic MNIST-format data (IDX files
-written here) with the same seed; required bit for bit: every batch's loss (reported each batch),
-the validation metrics and the final weights.
+examples/determined/ runs as a user runs it, on the same synthetic data in the example's format
+(written here) with the same seed; required bit for bit: every batch's training metrics (reported
+each batch), the validation metrics and the final weights.
 
-  run_examples.py --examples build-torch2/examples [--python .venv/bin/python3] [--work DIR]
+  .venv/bin/python3 run_examples.py --examples build-torch2/examples [--work DIR]
 
 Examples:
   mnist_pytorch (examples/tutorials/mnist_pytorch): Adadelta, Dropout2d on a 2-D input,
