@@ -103,6 +103,17 @@ DTL_INLINE bool cpu_scalar_value(const torch::Tensor& t, double& out) {
   }
 }
 
+DTL_INLINE std::optional<double> MetricCollector::latest_on_host(std::string_view key) const {
+  for (std::size_t i = 0; i < keys_.size(); ++i) {
+    if (keys_[i] != key || columns_[i].empty()) continue;
+    const auto& e = columns_[i].back();
+    double v = e.number;
+    if (!e.tensor.defined() || cpu_scalar_value(e.tensor, v)) return v;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 DTL_INLINE void MetricCollector::clear() {
   for (auto& c : columns_) c.clear();
   batches_ = 0;

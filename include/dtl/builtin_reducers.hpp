@@ -88,6 +88,9 @@ class MetricCollector {
   DTL_INLINE void to_host();
   [[nodiscard]] std::int64_t batches() const noexcept { return batches_; }
   [[nodiscard]] const std::vector<std::string>& keys() const noexcept { return keys_; }
+  /// The latest batch's value of `key` where it is on the host already: a number, or a 0-d float
+  /// CPU tensor (a device tensor would need a sync: nullopt).
+  [[nodiscard]] DTL_INLINE std::optional<double> latest_on_host(std::string_view key) const;
   /// One batch's value: a tensor, or (`tensor` undefined) a plain number.
   struct Entry {
     torch::Tensor tensor;

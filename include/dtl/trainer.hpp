@@ -230,7 +230,8 @@ class Trainer {
           ++it;
 
           ++state_.batches_trained;
-          console().batch_trained(state_.batches_trained);
+          // the loss shown from the first batch on, read at the redraw rate where it is on the host
+          console().batch_trained(state_.batches_trained, [this] { return collector_.latest_on_host("loss"); });
           const bool epoch_end = state_.batches_trained % epoch_len == 0;
           if (epoch_end) {
             detail::notify(callbacks_, &PyTorchCallback::on_training_epoch_end, epoch_idx);

@@ -250,3 +250,16 @@ TEST_CASE("validation reducers are Determined's numpy bit for bit: per rank in f
       CHECK(mine[i][k] == numpy[i][k].get<double>());
     }
 }
+
+TEST_CASE("the progress line's loss: the latest batch's, where it is on the host without a sync") {
+  dtl::detail::MetricCollector c;
+  CHECK_FALSE(c.latest_on_host("loss").has_value());
+  c.add({{"loss", torch::tensor(0.5f)}, {"acc", 0.25}}, "training");
+  c.add({{"loss", torch::tensor(0.375f)}, {"acc", 0.5}}, "training");
+  CHECK(c.latest_on_host("loss") == 0.375);
+  CHECK(c.latest_on_host("acc") == 0.5);  // a plain number
+  CHECK_FALSE(c.latest_on_host("missing").has_value());
+  dtl::detail::MetricCollector v;
+  v.add({{"loss", torch::ones({2})}}, "training");  // not a scalar: nothing to show
+  CHECK_FALSE(v.latest_on_host("loss").has_value());
+}

@@ -11,7 +11,10 @@ Examples:
   mnist_pytorch (examples/tutorials/mnist_pytorch): Adadelta, Dropout2d on a 2-D input,
     LogSoftmax's implicit dim, Python-number validation metrics; validation at the end;
   cifar10_pytorch (examples/computer_vision/cifar10_pytorch): RMSprop with weight decay, three
-    Dropout2d, Python-number training and validation metrics; validation every epoch.
+    Dropout2d, Python-number training and validation metrics; validation every epoch;
+  gan_mnist_pytorch (examples/gan/gan_mnist_pytorch): two models and two Adams stepped in one
+    train_batch with requires_grad switched between them, noise drawn in train_batch, BatchNorm,
+    LambdaLR every epoch (an epoch ends at batch 20).
 """
 import argparse
 import gzip
@@ -26,7 +29,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SEED = 7
-BATCHES = 24  # mnist: of 64, in an epoch of 30; cifar10: of 32, in epochs of 20 (validated after 20 and 24)
+BATCHES = 24  # mnist: of 64, in an epoch of 30; cifar10 and gan: of 32, in epochs of 20
 
 
 def write_idx(path, array):
@@ -105,6 +108,13 @@ def run_determined(name, work):
                 trial = recorded(example.MNistTrial)(train_context, hparams=hparams)
                 pytorch.Trainer(trial, train_context).fit(max_length=pytorch.Batch(BATCHES),
                                                           reporting_period=pytorch.Batch(1))
+        elif name == "gan_mnist_pytorch":
+            # a legacy entrypoint: the hyperparameters in the context, no validation period
+            with pytorch.init(hparams=hparams) as train_context:
+                torch.manual_seed(SEED)
+                trial = recorded(example.GANTrial)(train_context)
+                pytorch.Trainer(trial, train_context).fit(max_length=pytorch.Batch(BATCHES),
+                                                          reporting_period=pytorch.Batch(1))
         else:
             # a legacy entrypoint: the hyperparameters in the context, validation every epoch
             # (min_validation_period)
@@ -114,7 +124,9 @@ def run_determined(name, work):
                 pytorch.Trainer(trial, train_context).fit(max_length=pytorch.Batch(BATCHES),
                                                           validation_period=pytorch.Epoch(1),
                                                           reporting_period=pytorch.Batch(1))
-        weights = {k: v.detach().clone() for k, v in trial.model.state_dict().items()}
+        # every wrapped model's weights, named as the checkpoint lists them ("<model>.<key>")
+        weights = {f"{i}.{k}": v.detach().clone() for i, m in enumerate(trial.context.models)
+                   for k, v in m.state_dict().items()}
     finally:
         os.chdir(cwd)
     return record, weights
@@ -148,7 +160,7 @@ def run_dtl(name, binary, work):
     checkpoints = [d for d in checkpoints if os.path.isfile(os.path.join(d, "state_dict.pth"))]
     last = max(checkpoints, key=lambda d: json.load(open(os.path.join(d, "metadata.json")))["steps_completed"])
     sd = torch.load(os.path.join(last, "state_dict.pth"), weights_only=True)
-    return record, sd["models_state_dict"][0]
+    return record, {f"{i}.{k}": v for i, m in enumerate(sd["models_state_dict"]) for k, v in m.items()}
 
 
 def compare(name, py, py_w, cc, cc_w):
@@ -187,7 +199,10 @@ def main():
     work = args.work or tempfile.mkdtemp(prefix="dtl-det-examples-")
     shutil.rmtree(work, ignore_errors=True)
     ok = True
-    for name, make_data in (("mnist_pytorch", synthetic_mnist), ("cifar10_pytorch", synthetic_cifar10)):
+    examples = (("mnist_pytorch", synthetic_mnist), ("cifar10_pytorch", synthetic_cifar10),
+                # 20 batches of 32 an epoch: the generator's LambdaLR steps, and a new epoch starts, at 20
+                ("gan_mnist_pytorch", lambda d: synthetic_mnist(d, n_train=640, n_test=160)))
+    for name, make_data in examples:
         py_work, cc_work = os.path.join(work, name, "determined"), os.path.join(work, name, "dtl")
         for w in (py_work, cc_work):
             make_data(os.path.join(w, "data"))

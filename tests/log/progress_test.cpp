@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -230,6 +231,34 @@ TEST_CASE("loss: the latest value, NaN shown as such") {
   clock.advance(10ms);
   line.update(3, std::numeric_limits<double>::quiet_NaN());
   CHECK(screen(out.str()).back().ends_with("loss nan"));
+}
+
+TEST_CASE("loss: a source asked only when a redraw is due, and shown from the first batch") {
+  FakeClock clock;
+  std::ostringstream out;
+  Line line("train", 1000, out, {.style = ProgressStyle::tty, .tty_redraw = 100ms}, clock);
+  int asked = 0;
+  double latest = 0;
+  auto source = [&]() -> std::optional<double> {
+    ++asked;
+    return latest;
+  };
+  for (int i = 1; i <= 50; ++i) {  // 50 batches in 50 ms: the first draws, the rest are throttled
+    latest = 2.0 / i;
+    clock.advance(1ms);
+    line.update(i, source);
+  }
+  CHECK(asked == 1);
+  CHECK(screen(out.str()).back().ends_with("loss 2.0000"));
+  clock.advance(100ms);
+  latest = 0.125;
+  line.update(51, source);
+  CHECK(asked == 2);
+  CHECK(screen(out.str()).back().ends_with("loss 0.1250"));
+  // No value on the host (a device tensor): the last one stays.
+  clock.advance(100ms);
+  line.update(52, [&]() -> std::optional<double> { return std::nullopt; });
+  CHECK(screen(out.str()).back().ends_with("loss 0.1250"));
 }
 
 TEST_CASE("quiet prints nothing; a log line through print_above still appears") {

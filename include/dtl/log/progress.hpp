@@ -19,6 +19,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <type_traits>
 #include <string_view>
 #include <utility>
 
@@ -123,6 +124,19 @@ class BasicProgressLine {
     if (done < next_done_) return;  // plain: not yet a fraction further; quiet/finished: never
     const time_point now = clock_.now();
     if (now < next_time_) return;
+    due(now);
+  }
+
+  /// `update(done)` that asks `latest_loss()` (a std::optional<double>) for the loss to show only
+  /// when a redraw is due: a per-batch loss read at the redraw rate, never per batch.
+  template <class LatestLoss>
+    requires std::is_invocable_v<LatestLoss&>
+  void update(std::int64_t done, LatestLoss&& latest_loss) {
+    done_ = done;
+    if (done < next_done_) return;
+    const time_point now = clock_.now();
+    if (now < next_time_) return;
+    if (const std::optional<double> loss = latest_loss()) set_loss(*loss);
     due(now);
   }
 

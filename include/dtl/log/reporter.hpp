@@ -23,6 +23,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dtl::inline DTL_ABI::detail {
@@ -38,9 +39,11 @@ class Console {
 
   /// Starts the training progress line (`total` batches, if known).
   DTL_INLINE void start_training(std::optional<std::int64_t> total, std::int64_t done);
-  /// Per batch: a compare and a clock read; it draws only when a redraw is due.
-  void batch_trained(std::int64_t done) {
-    if (train_progress_) train_progress_->update(done);
+  /// Per batch: a compare and a clock read; it draws only when a redraw is due, showing the loss
+  /// `latest_loss()` gives then (nullopt: the last report's).
+  template <class LatestLoss>
+  void batch_trained(std::int64_t done, LatestLoss&& latest_loss) {
+    if (train_progress_) train_progress_->update(done, std::forward<LatestLoss>(latest_loss));
   }
   DTL_INLINE void finish_training();
   DTL_INLINE void start_validation(std::optional<std::int64_t> total);
