@@ -21,6 +21,9 @@
 #include <utility>
 #include <vector>
 
+// The cases use LibTorch 2.x's API (optional BatchNorm momentum, Transformer options, ...).
+#if DTL_TORCH_2
+
 namespace nn_parity {
 
 namespace nn = torch::nn;
@@ -767,5 +770,7 @@ inline std::vector<std::pair<std::string, std::string>> lines() {
 }
 
 }  // namespace nn_parity
+
+#endif  // DTL_TORCH_2
 
 #endif  // DTL_TESTS_NN_NN_PARITY_CASES_HPP
