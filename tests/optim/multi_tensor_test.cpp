@@ -8,14 +8,7 @@
 namespace optim_test {
 
 TEST_CASE("foreach and fused SGD, Adam and AdamW give torch.optim's numbers bit for bit (CPU tensors)") {
-  if (auto why = test_support::python_torch_missing()) {
-    MESSAGE("skipped: " << *why);
-    return;
-  }
-#if !DTL_TORCH_2
-  MESSAGE("skipped: foreach and fused steps need LibTorch 2.x");
-  return;
-#endif
+  if (!python_comparable("foreach and fused steps need LibTorch 2.x")) return;
   const auto all = specs();
   const auto py = python_results(all);
   for (std::size_t i = 0; i < all.size(); ++i) {

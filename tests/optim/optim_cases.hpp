@@ -55,6 +55,37 @@ struct Spec {
 
 inline double kw(const json& k, const char* name, double def) { return k.contains(name) ? k.at(name).get<double>() : def; }
 
+/// Optimizer O over two groups, wrapped: parameters `a` with `opts`, and `b` (when there are any)
+/// with the same options at lr2.
+template <class O, class Options>
+std::shared_ptr<torch::optim::Optimizer> wrap_two_groups(dtl::PyTorchTrialContext& ctx, const Spec& s,
+                                                         const std::vector<torch::Tensor>& a,
+                                                         const std::vector<torch::Tensor>& b, const Options& opts,
+                                                         const dtl::OptimizerOptions& o) {
+  std::vector<torch::optim::OptimizerParamGroup> g;
+  g.emplace_back(a);
+  auto second = opts;
+  second.lr(s.lr2);
+  if (!b.empty()) g.emplace_back(b, std::make_unique<Options>(second));
+  return ctx.wrap_optimizer(O(std::move(g), opts), o);
+}
+
+/// The test Python can compare dtl's optimizers with torch.optim: its torch is there, and is 2.x
+/// when `needs_torch2` names what 1.13 lacks (else a message says why the case is skipped).
+inline bool python_comparable(const char* needs_torch2) {
+  if (auto why = test_support::python_torch_missing()) {
+    MESSAGE("skipped: " << *why);
+    return false;
+  }
+#if !DTL_TORCH_2
+  MESSAGE("skipped: " << needs_torch2);
+  return false;
+#else
+  (void)needs_torch2;
+  return true;
+#endif
+}
+
 /// dtl's Adadelta, Adamax, NAdam, RAdam, ASGD and Rprop (optim/torch_optim.hpp) from a spec's
 /// kwargs (torch.optim's names; an absent one keeps the default); nullptr for another name.
 inline std::shared_ptr<torch::optim::Optimizer> make_torch_optim(dtl::PyTorchTrialContext& ctx, const Spec& s,
@@ -83,12 +114,7 @@ inline std::shared_ptr<torch::optim::Optimizer> make_torch_optim(dtl::PyTorchTri
     if constexpr (requires { opts.betas(); }) two("betas", [&](auto v) { opts.betas(v); });
     if constexpr (requires { opts.decoupled_weight_decay(); })
       yes("decoupled_weight_decay", [&](bool v) { opts.decoupled_weight_decay(v); });
-    std::vector<torch::optim::OptimizerParamGroup> g;
-    g.emplace_back(a);
-    auto second = opts;
-    second.lr(s.lr2);
-    if (!b.empty()) g.emplace_back(b, std::make_unique<decltype(second)>(second));
-    return ctx.wrap_optimizer(O(std::move(g), opts), o);
+    return wrap_two_groups<O>(ctx, s, a, b, opts, o);
   };
   namespace optim = dtl::optim;
   if (s.optimizer == "Adadelta") {
@@ -131,15 +157,7 @@ inline std::shared_ptr<torch::optim::Optimizer> make_optimizer(dtl::PyTorchTrial
   else if (s.impl != "default")
     o.foreach = s.impl == "foreach";
   const auto& k = s.kwargs;
-  // Group 0 with the options, group 1 with the same options at lr2: the optimizer O wrapped.
-  auto wrap = [&]<class O>(auto opts) -> std::shared_ptr<torch::optim::Optimizer> {
-    std::vector<torch::optim::OptimizerParamGroup> g;
-    g.emplace_back(a);
-    auto second = opts;
-    second.lr(s.lr2);
-    if (!b.empty()) g.emplace_back(b, std::make_unique<decltype(second)>(second));
-    return ctx.wrap_optimizer(O(std::move(g), opts), o);
-  };
+  auto wrap = [&]<class O>(auto opts) { return wrap_two_groups<O>(ctx, s, a, b, opts, o); };
   if (auto made = make_torch_optim(ctx, s, a, b, o)) return made;
   if (s.optimizer == "SGD")
     return wrap.template operator()<torch::optim::SGD>(torch::optim::SGDOptions(kw(k, "lr", 0.01))

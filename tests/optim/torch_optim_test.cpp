@@ -61,19 +61,13 @@ void check_equal(const Outcome& r, const json& py) {
 }
 
 const char* const kAll[] = {"Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop"};
+constexpr const char* kTorch2Arithmetic =
+    "dtl's optimizers compute as torch >= 2.0 does; torch 1.13's Python computed differently (docs/differences.md)";
 
 }  // namespace
 
 TEST_CASE("Adadelta, Adamax, NAdam, RAdam, ASGD and Rprop give torch.optim's numbers bit for bit") {
-  if (auto why = test_support::python_torch_missing()) {
-    MESSAGE("skipped: " << *why);
-    return;
-  }
-#if !DTL_TORCH_2
-  MESSAGE("skipped: dtl's optimizers compute as torch >= 2.0 does; torch 1.13's Python computed differently "
-          "(docs/differences.md)");
-  return;
-#endif
+  if (!python_comparable(kTorch2Arithmetic)) return;
   const auto all = torch_optim_specs();
   const auto py = python_results(all);
   for (std::size_t i = 0; i < all.size(); ++i) {
@@ -88,15 +82,7 @@ TEST_CASE("Adadelta, Adamax, NAdam, RAdam, ASGD and Rprop give torch.optim's num
 }
 
 TEST_CASE("their state crosses the languages: Python resumes dtl's state_dict and dtl resumes Python's, exactly") {
-  if (auto why = test_support::python_torch_missing()) {
-    MESSAGE("skipped: " << *why);
-    return;
-  }
-#if !DTL_TORCH_2
-  MESSAGE("skipped: dtl's optimizers compute as torch >= 2.0 does; torch 1.13's Python computed differently "
-          "(docs/differences.md)");
-  return;
-#endif
+  if (!python_comparable(kTorch2Arithmetic)) return;
   const auto dir = test::temp_run_dir("torch_optim_cross");
   std::filesystem::create_directories(dir);
   std::vector<Spec> to_python, from_python;

@@ -237,7 +237,7 @@ inline std::optional<c10::IValue> python_optimizer_state(torch::optim::Optimizer
   std::optional<c10::IValue> out;
   auto* control = dynamic_cast<StepControl*>(&opt);
   if (control) control->sync_state();  // fused Adam's step counts live on the device
-  if (auto* own = dynamic_cast<optim::PythonStateDict*>(&opt)) out = own->python_state_dict();
+  if (const auto* own = dynamic_cast<const optim::PythonStateDict*>(&opt)) out = own->python_state_dict();
   // AdamW before Adam: neither derives from the other in LibTorch, but keep the specific first.
   out || optim_layout::try_save<SGD>(opt, out) || optim_layout::try_save<AdamW>(opt, out) ||
       optim_layout::try_save<Adam>(opt, out) || optim_layout::try_save<RMSprop>(opt, out) ||

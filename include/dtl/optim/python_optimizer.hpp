@@ -100,14 +100,14 @@ class PythonOptimizer : public torch::optim::Optimizer, public PythonStateDict {
     return loss;
   }
 
-  [[nodiscard]] c10::IValue python_state_dict() override { return python_layout::save<Derived>(*this); }
+  [[nodiscard]] c10::IValue python_state_dict() const override { return python_layout::save<Derived>(*this); }
   void load_python_state_dict(const c10::IValue& state, const std::string& where) override {
     python_layout::load<Derived>(*this, state, where);
   }
 
   /// torch::save(optimizer, ...) and torch::load: the Python-layout state, pickled, as one entry.
   void save(torch::serialize::OutputArchive& archive) const override {
-    auto bytes = torch::pickle_save(const_cast<PythonOptimizer&>(*this).python_state_dict());
+    auto bytes = torch::pickle_save(python_state_dict());
     auto t = torch::empty({static_cast<std::int64_t>(bytes.size())}, torch::kUInt8);
     if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
     archive.write("python_state_dict", t);

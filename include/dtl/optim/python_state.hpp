@@ -35,7 +35,7 @@ class PythonStateDict {
  public:
   virtual ~PythonStateDict() = default;
   /// Python's `optimizer.state_dict()`: what torch.save writes and `load_state_dict` takes.
-  [[nodiscard]] virtual c10::IValue python_state_dict() = 0;
+  [[nodiscard]] virtual c10::IValue python_state_dict() const = 0;
   /// Loads a state written by python_state_dict or by Python's `torch.save(opt.state_dict())`;
   /// CheckpointError, prefixed by `where`, when it does not fit this optimizer.
   virtual void load_python_state_dict(const c10::IValue& state, const std::string& where) = 0;
@@ -109,11 +109,11 @@ concept StateLayout = requires(const typename L::Options& co, typename L::Option
 
 /// `opt.state_dict()` in Python's layout, through layout L.
 template <StateLayout L>
-c10::IValue save(torch::optim::Optimizer& opt) {
+c10::IValue save(const torch::optim::Optimizer& opt) {
   Dict state(c10::IntType::get(), c10::AnyType::get());
   c10::impl::GenericList groups(c10::AnyType::get());
   std::int64_t index = 0;
-  for (auto& group : opt.param_groups()) {
+  for (const auto& group : opt.param_groups()) {
     Dict g = str_dict();
     L::group_out(static_cast<const typename L::Options&>(group.options()), g);
     c10::impl::GenericList params(c10::AnyType::get());
