@@ -64,7 +64,7 @@ result run_pipeline(const chain& c) {
 // round-robin, drop the first k of this rank's batches.
 result run_by_hand(const chain& c) {
   const auto t0 = clock_type::now();
-  NumpyRandomState rng(7);
+  numpy_random_state rng(7);
   std::vector<std::int64_t> order(static_cast<std::size_t>(c.n));
   const std::int64_t per_epoch = (c.n + c.batch_size - 1) / c.batch_size;
   std::uint64_t h = 0;

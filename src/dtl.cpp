@@ -19,6 +19,7 @@
 #include <dtl/config/command_line-inl.hpp>
 #include <dtl/config/experiment_config-inl.hpp>
 #include <dtl/config/hparams-inl.hpp>
+#include <dtl/detail/file_io-inl.hpp>
 #include <dtl/context-inl.hpp>
 #include <dtl/distributed/data_parallel-inl.hpp>
 #include <dtl/distributed/distributed_context-inl.hpp>
@@ -38,3 +39,4 @@
 #include <dtl/profiler-inl.hpp>
 #include <dtl/samplers/sampler_state_json-inl.hpp>
 #include <dtl/trainer/checkpoint_session-inl.hpp>
+#include <dtl/trainer/validation_bookkeeping-inl.hpp>

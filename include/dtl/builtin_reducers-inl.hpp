@@ -6,7 +6,9 @@
 
 #include <dtl/builtin_reducers.hpp>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 DTL_INLINE nlohmann::ordered_json doubles_to_json(const double*& p, c10::IntArrayRef sizes) {
   if (sizes.empty()) return *p++;
@@ -218,9 +220,12 @@ DTL_INLINE torch::Tensor MetricCollector::stacked(std::size_t i) const {
   return torch::stack(ts).to(torch::kDouble);
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 DTL_INLINE std::size_t BatchMetrics::size() const noexcept {
   return c_ ? static_cast<std::size_t>(c_->batches()) : json_->size();
@@ -246,9 +251,12 @@ DTL_INLINE const std::vector<MetricsJson>& BatchMetrics::get() const {
   return *json_;
 }
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 DTL_INLINE bool read_cpu_scalar(const MetricCollector::Entry& e, double& out) {
   if (!e.tensor.defined()) {
@@ -429,6 +437,8 @@ DTL_INLINE std::vector<SlotValue> reduce_validation_slot(const MetricCollector& 
   return out;
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_BUILTIN_REDUCERS_INL_HPP

@@ -24,7 +24,8 @@
 #include <variant>
 #include <vector>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// Built-in reducers for validation metrics (Determined's `Reducer.AVG/SUM/MAX/MIN`).
 enum class Reducer { avg = 1, sum = 2, max = 3, min = 4 };
@@ -178,6 +179,7 @@ DTL_INLINE Reducer reducer_for(const EvaluationReducer& er, const std::string& k
 DTL_INLINE std::vector<SlotValue> reduce_validation_slot(const MetricCollector& c, const EvaluationReducer& er);
 
 }  // namespace detail
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB

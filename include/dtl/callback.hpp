@@ -20,7 +20,8 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// Base class of a callback: override the hooks you need (mark them `override`, so a wrong
 /// signature is a compile error rather than a hook that never runs). Hooks run at epoch,
@@ -150,6 +151,7 @@ void notify_reverse(const Callbacks& callbacks, void (PyTorchCallback::*hook)(Pa
 
 }  // namespace detail
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_CALLBACK_HPP

@@ -6,7 +6,8 @@
 
 #include <dtl/context.hpp>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 DTL_INLINE PyTorchTrialContext::PyTorchTrialContext(detail::ContextSetup setup) : s_(std::move(setup)) {
   if (s_.aggregation_frequency < 1)
@@ -242,6 +243,7 @@ DTL_INLINE std::chrono::nanoseconds PyTorchTrialContext::take_gradient_wait_time
   return t;
 }
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_CONTEXT_INL_HPP

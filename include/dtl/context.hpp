@@ -19,6 +19,7 @@
 #include <dtl/detail/run_dir_lock.hpp>
 #include <dtl/distributed/data_parallel.hpp>
 #include <dtl/distributed/distributed_context.hpp>
+#include <dtl/environment.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/log/tensorboard.hpp>
 #include <dtl/lr_schedulers.hpp>
@@ -46,7 +47,8 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 namespace detail {
 class LoopAccess;
@@ -88,8 +90,6 @@ struct ModuleRef {
   std::shared_ptr<torch::nn::Module> ptr;
 };
 
-class ClusterSession;  // cluster/session.hpp
-
 struct ContextSetup {
   nlohmann::json hparams = nlohmann::json::object();
   std::optional<ExperimentConfig> config;
@@ -103,10 +103,11 @@ struct ContextSetup {
   RunOverrides overrides{};
   std::shared_ptr<RunDirLock> run_dir_lock;  // the chief's, held while the context lives
   bool enable_tensorboard_logging = true;
-  /// In a Determined trial container: what the master told it, and (on every rank) the session
-  /// whose seams the Trainer plugs in.
+  /// In a Determined trial container: what the master told it.
   std::shared_ptr<const ClusterInfo> cluster_info;
-  std::shared_ptr<ClusterSession> cluster;
+  /// What the environment adds to every fit (a cluster's master: its metrics, storage and
+  /// preemption; environment.hpp); empty elsewhere.
+  EnvironmentSeamsFactory environment;
 };
 }  // namespace detail
 
@@ -356,7 +357,10 @@ class PyTorchTrialContext {
   /// The Determined trial this process runs as (read from the DET_* environment by dtl::init),
   /// or null outside a cluster (Determined's `det.get_cluster_info()`).
   [[nodiscard]] const ClusterInfo* get_cluster_info() const noexcept { return s_.cluster_info.get(); }
-  [[nodiscard]] const std::shared_ptr<detail::ClusterSession>& cluster_session() const noexcept { return s_.cluster; }
+  /// The seams the environment adds to a fit (dtl::init's; none outside a cluster).
+  [[nodiscard]] detail::EnvironmentSeams environment_seams() const {
+    return s_.environment ? s_.environment() : detail::EnvironmentSeams{};
+  }
 
   // ---- where training stands ---------------------------------------------------------------
 
@@ -500,6 +504,7 @@ namespace detail {
 }
 
 }  // namespace detail
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB

@@ -26,7 +26,8 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 // Small named requirements, so a failure names the missing piece.
 
@@ -282,6 +283,7 @@ void report_reducers(std::vector<WrappedReducer>& reducers, bool training, Metri
 }
 
 }  // namespace detail
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_CUSTOM_REDUCERS_HPP

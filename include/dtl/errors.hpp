@@ -7,7 +7,8 @@
 #include <stdexcept>
 #include <string>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// A bad command line, config file or hyperparameter: reported before any work starts.
 /// `dtl::init` turns it into one error line on stderr and exit status 2.
@@ -68,6 +69,7 @@ struct ClusterError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_ERRORS_HPP

@@ -8,7 +8,9 @@
 
 #include <dtl/cluster/session.hpp>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 DTL_INLINE std::atomic<int>& stop_signal_flag() {
   static std::atomic<int> sig{0};
@@ -128,24 +130,111 @@ DTL_INLINE std::optional<std::filesystem::path> newest_run_with_checkpoint() {
   return best;
 }
 
-DTL_INLINE detail::ContextSetup make_setup(InitOptions opts, const CommandLine* cl) {
-  detail::ContextSetup s;
-  // Join the run first: the chief's seed and run directory are everyone's.
+/// How this process joins the run: InitOptions::distributed, else the launcher's environment
+/// (none for a single process), validated.
+DTL_INLINE std::optional<DistributedOptions> distributed_options(const InitOptions& opts) {
   std::optional<DistributedOptions> dist = opts.distributed;
   if (!dist) dist = distributed_options_from_environment();
   if (dist) dist->validate();
-  // The device before joining, since it picks the backend: --device, else the code's, else
-  // cuda:<local_rank> for one of several processes, cuda:0 for one, else the CPU (Determined's rule).
+  return dist;
+}
+
+/// The trial's device, checked usable: --device, else the code's, else cuda:<local_rank> for one
+/// of several processes, cuda:0 for one, else the CPU (Determined's rule).
+DTL_INLINE torch::Device choose_device(const InitOptions& opts, const CommandLine* cl,
+                                       const std::optional<DistributedOptions>& dist) {
   const std::int64_t local_rank = dist && dist->size > 1 ? dist->local_rank : 0;
   const std::string device_source = cl && cl->device ? "--device " + *cl->device : "InitOptions::device";
+  torch::Device device = torch::kCPU;
   if (cl && cl->device)
-    s.device = detail::parse_device(*cl->device, device_source);
+    device = detail::parse_device(*cl->device, device_source);
   else if (opts.device)
-    s.device = *opts.device;
+    device = *opts.device;
   else
-    s.device = torch::cuda::is_available() ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank))
-                                           : torch::Device(torch::kCPU);
-  detail::check_device_usable(s.device, device_source);
+    device = torch::cuda::is_available() ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank))
+                                         : torch::Device(torch::kCPU);
+  detail::check_device_usable(device, device_source);
+  return device;
+}
+
+/// What the experiment config file sets: the config, its hyperparameters over the code's, its
+/// experiment_seed and its aggregation frequency.
+DTL_INLINE void apply_config_file(ContextSetup& s, const std::filesystem::path& config_path, nlohmann::json& hparams,
+                                  std::optional<std::uint64_t>& seed) {
+  s.config = load_experiment_config(config_path);
+  hparams = merge_hparams(std::move(hparams), s.config->hyperparameters());
+  if (auto es = s.config->experiment_seed()) seed = es;
+  if (s.config->raw.contains("optimizations")) s.aggregation_frequency = s.config->aggregation_frequency();
+}
+
+/// What the master sets in a trial container: the experiment's config (unless `config_given`),
+/// the searcher's hyperparameters and the trial's seed.
+DTL_INLINE void apply_cluster_info(ContextSetup& s, const ClusterInfo& cluster, bool config_given,
+                                   nlohmann::json& hparams, std::optional<std::uint64_t>& seed) {
+  if (!config_given) {
+    s.config = cluster.config;
+    if (s.config->raw.contains("optimizations")) s.aggregation_frequency = s.config->aggregation_frequency();
+  }
+  hparams = merge_hparams(std::move(hparams), cluster.hparams);
+  seed = cluster.trial_seed;
+}
+
+/// What the command line sets, over everything else: hyperparameters (a file, then each
+/// --hparam), the seed and the run's overrides.
+DTL_INLINE void apply_command_line(ContextSetup& s, const CommandLine& cl, nlohmann::json& hparams,
+                                   std::optional<std::uint64_t>& seed) {
+  if (cl.hparams_file) hparams = merge_hparams(std::move(hparams), load_hparams_file(*cl.hparams_file));
+  apply_overrides(hparams, cl.hparam_overrides);
+  if (cl.seed) seed = cl.seed;
+  s.overrides.max_length = cl.max_length;
+  s.overrides.test_mode = cl.test_mode;
+  s.overrides.scheduling_unit = cl.scheduling_unit;
+  s.overrides.resume = cl.resume;
+}
+
+/// The run directory: --run-dir, else the code's, else for --resume latest the newest run with a
+/// checkpoint, else a new one named by the time.
+DTL_INLINE std::filesystem::path choose_run_dir(const InitOptions& opts, const CommandLine* cl) {
+  if (cl && cl->run_dir) return *cl->run_dir;
+  if (opts.run_dir) return *opts.run_dir;
+  if (auto newest = cl && cl->resume == "latest" ? newest_run_with_checkpoint() : std::nullopt) return *newest;
+  return default_run_dir();
+}
+
+/// The chief's part before the others hear from it: the run directory (chosen, created and
+/// locked) and, in a trial container, the cluster session (`session`). Returns the ConfigError or
+/// ClusterError that must stop every rank, or "" when there is none.
+DTL_INLINE std::string prepare_run_as_chief(ContextSetup& s, const InitOptions& opts, const CommandLine* cl,
+                                            const std::optional<ClusterInfo>& cluster,
+                                            std::shared_ptr<ClusterSession>& session) {
+  try {
+    s.run_dir = choose_run_dir(opts, cl);
+    std::error_code ec;
+    std::filesystem::create_directories(s.run_dir, ec);
+    if (ec) throw ConfigError("dtl: cannot create run directory " + s.run_dir.string() + ": " + ec.message());
+    if (opts.lock_run_dir) s.run_dir_lock = std::make_shared<RunDirLock>(s.run_dir);  // one run dir, one process
+    if (cluster) {
+      if (cluster->latest_checkpoint && !std::filesystem::is_directory(*s.overrides.resume) && !(cl && cl->resume))
+        throw ConfigError("dtl: the master asks to resume from checkpoint " + *cluster->latest_checkpoint +
+                          " (DET_LATEST_CHECKPOINT), but " + *s.overrides.resume +
+                          " is not a directory: is the experiment's checkpoint storage mounted at " +
+                          cluster->checkpoint_dir.string() + "?");
+      session = std::make_shared<ClusterSession>(*cluster, true);  // POST /runs/start
+    }
+  } catch (const ConfigError& e) {
+    return e.what();
+  } catch (const ClusterError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+DTL_INLINE detail::ContextSetup make_setup(InitOptions opts, const CommandLine* cl) {
+  detail::ContextSetup s;
+  // Join the run first: the chief's seed and run directory are everyone's.
+  std::optional<DistributedOptions> dist = distributed_options(opts);
+  // The device before joining, since it picks the backend.
+  s.device = choose_device(opts, cl, dist);
   if (dist) {
     if (dist->backend == DistributedBackend::automatic)
       dist->backend = s.device.is_cuda() && detail::built_with_cuda ? DistributedBackend::nccl : DistributedBackend::gloo;
@@ -163,33 +252,12 @@ DTL_INLINE detail::ContextSetup make_setup(InitOptions opts, const CommandLine* 
   s.aggregation_frequency = opts.aggregation_frequency;
   s.enable_tensorboard_logging = opts.enable_tensorboard_logging;
   s.average_aggregated_gradients = opts.average_aggregated_gradients;
-  if (config_path) {
-    s.config = load_experiment_config(*config_path);
-    hparams = merge_hparams(std::move(hparams), s.config->hyperparameters());
-    if (auto es = s.config->experiment_seed()) seed = es;
-    if (s.config->raw.contains("optimizations")) s.aggregation_frequency = s.config->aggregation_frequency();
-  }
-  // In a Determined trial container the master's values come next: the experiment's config
-  // (unless --config names one), the searcher's hyperparameters and the trial's seed. The command
-  // line still overrides them; DET_LATEST_CHECKPOINT becomes --resume unless one is given.
+  if (config_path) apply_config_file(s, *config_path, hparams, seed);
+  // In a Determined trial container the master's values come next. The command line still
+  // overrides them; DET_LATEST_CHECKPOINT becomes --resume unless one is given.
   std::optional<ClusterInfo> cluster = cluster_info_from_environment();
-  if (cluster) {
-    if (!config_path) {
-      s.config = cluster->config;
-      if (s.config->raw.contains("optimizations")) s.aggregation_frequency = s.config->aggregation_frequency();
-    }
-    hparams = merge_hparams(std::move(hparams), cluster->hparams);
-    seed = cluster->trial_seed;
-  }
-  if (cl) {
-    if (cl->hparams_file) hparams = merge_hparams(std::move(hparams), load_hparams_file(*cl->hparams_file));
-    apply_overrides(hparams, cl->hparam_overrides);
-    if (cl->seed) seed = cl->seed;
-    s.overrides.max_length = cl->max_length;
-    s.overrides.test_mode = cl->test_mode;
-    s.overrides.scheduling_unit = cl->scheduling_unit;
-    s.overrides.resume = cl->resume;
-  }
+  if (cluster) apply_cluster_info(s, *cluster, config_path.has_value(), hparams, seed);
+  if (cl) apply_command_line(s, *cl, hparams, seed);
   if (cluster && cluster->latest_checkpoint && !s.overrides.resume)
     s.overrides.resume = (cluster->checkpoint_dir / *cluster->latest_checkpoint).string();
   s.hparams = std::move(hparams);
@@ -202,35 +270,8 @@ DTL_INLINE detail::ContextSetup make_setup(InitOptions opts, const CommandLine* 
   if (!seed) seed = std::random_device{}() & 0x7fffffffu;
 
   std::string error;  // the chief's ConfigError, shared so that every rank stops with it
-  if (chief) {
-    try {
-      if (cl && cl->run_dir)
-        s.run_dir = *cl->run_dir;
-      else if (opts.run_dir)
-        s.run_dir = *opts.run_dir;
-      else if (auto newest = cl && cl->resume == "latest" ? newest_run_with_checkpoint() : std::nullopt)
-        s.run_dir = *newest;
-      else
-        s.run_dir = default_run_dir();
-      std::error_code ec;
-      std::filesystem::create_directories(s.run_dir, ec);
-      if (ec) throw ConfigError("dtl: cannot create run directory " + s.run_dir.string() + ": " + ec.message());
-      if (opts.lock_run_dir) s.run_dir_lock = std::make_shared<RunDirLock>(s.run_dir);  // one run dir, one process
-      if (cluster) {
-        if (cluster->latest_checkpoint && !std::filesystem::is_directory(*s.overrides.resume) &&
-            !(cl && cl->resume))
-          throw ConfigError("dtl: the master asks to resume from checkpoint " + *cluster->latest_checkpoint +
-                            " (DET_LATEST_CHECKPOINT), but " + *s.overrides.resume +
-                            " is not a directory: is the experiment's checkpoint storage mounted at " +
-                            cluster->checkpoint_dir.string() + "?");
-        s.cluster = std::make_shared<ClusterSession>(*cluster, true);  // POST /runs/start
-      }
-    } catch (const ConfigError& e) {
-      error = e.what();
-    } catch (const ClusterError& e) {
-      error = e.what();
-    }
-  }
+  std::shared_ptr<ClusterSession> session;  // in a trial container: its seams are every fit's
+  if (chief) error = prepare_run_as_chief(s, opts, cl, cluster, session);
   if (s.distributed.connected()) {
     const auto shared =
         s.distributed.broadcast(nlohmann::json{{"seed", *seed}, {"run_dir", s.run_dir.string()}, {"error", error}});
@@ -245,16 +286,20 @@ DTL_INLINE detail::ContextSetup make_setup(InitOptions opts, const CommandLine* 
   if (cluster) {
     cluster_trial_flag() = true;
     s.cluster_info = std::make_shared<const ClusterInfo>(*cluster);
-    if (!s.cluster) s.cluster = std::make_shared<ClusterSession>(std::move(*cluster), false);
+    if (!session) session = std::make_shared<ClusterSession>(std::move(*cluster), false);
+    s.environment = [session] { return environment_seams(session); };
   }
   s.trial_seed = *seed;
   s.trial_seed_given = !random_seed;
   return s;
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 DTL_INLINE PyTorchTrialContext init(InitOptions opts) {
   auto setup = detail::make_setup(std::move(opts), nullptr);
@@ -288,6 +333,7 @@ DTL_INLINE PyTorchTrialContext init(int argc, char** argv, InitOptions opts) {
   return init(argc, const_cast<const char* const*>(argv), std::move(opts));
 }
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_INIT_INL_HPP

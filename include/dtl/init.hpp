@@ -34,7 +34,8 @@
 #include <string_view>
 #include <utility>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// What code passes to dtl::init; the experiment config overrides it and the command line
 /// overrides both.
@@ -108,6 +109,7 @@ DTL_INLINE detail::ContextSetup make_setup(InitOptions opts, const CommandLine* 
 [[nodiscard]] DTL_INLINE PyTorchTrialContext init(int argc, const char* const* argv, InitOptions opts = {});
 [[nodiscard]] DTL_INLINE PyTorchTrialContext init(int argc, char** argv, InitOptions opts = {});
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB

@@ -18,7 +18,8 @@
 #include <memory>
 #include <utility>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// A trial and the context it references, kept alive together.
 template <class Trial>
@@ -62,6 +63,7 @@ LoadedTrial<Trial> load_trial_from_checkpoint_path(const std::filesystem::path& 
   return out;
 }
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_LOAD_TRIAL_HPP

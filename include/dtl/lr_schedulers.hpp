@@ -14,7 +14,8 @@
 #include <dtl/lr/base.hpp>
 #include <dtl/lr/swa.hpp>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// When the Trainer steps a wrapped scheduler (Determined's `LRScheduler.StepMode`).
 enum class StepMode {
@@ -35,6 +36,7 @@ concept LRSchedulerLike = requires(S& s) {
   s.step();
 };
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_LR_SCHEDULERS_HPP

@@ -13,7 +13,8 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// One metric value: a tensor (any shape, any device) or a plain number.
 class MetricValue {
@@ -75,6 +76,7 @@ class Metrics {
   std::vector<value_type> items_;
 };
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_METRICS_HPP

@@ -6,7 +6,9 @@
 
 #include <dtl/profiler.hpp>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 DTL_INLINE ProfilerAction profiler_action(const ProfilerSchedule& s, std::int64_t k) {
   if (k < s.skip_first) return ProfilerAction::none;
@@ -79,6 +81,8 @@ DTL_INLINE void ScheduledProfiler::after_batch() {
   ++k_;
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_PROFILER_INL_HPP

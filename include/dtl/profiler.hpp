@@ -26,7 +26,8 @@
 #include <string>
 #include <vector>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// torch.profiler.schedule(wait, warmup, active, repeat, skip_first).
 ///   ctx.set_profiler({.wait = 1, .warmup = 1, .active = 2, .repeat = 2});
@@ -78,6 +79,7 @@ class ScheduledProfiler {
 };
 
 }  // namespace detail
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB

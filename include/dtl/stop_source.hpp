@@ -9,7 +9,8 @@
 #include <optional>
 #include <string>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// A source of stop requests. Add one with `Trainer::add_stop_source`; dtl's own (signals, the
 /// context's set_stop_requested) are wired in detail::default_stop_sources (trainer/stop_sources.hpp).
@@ -32,6 +33,7 @@ class StopSource {
   virtual std::optional<std::string> stopped(std::int64_t /*batches_trained*/) { return std::nullopt; }
 };
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_STOP_SOURCE_HPP

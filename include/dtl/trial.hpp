@@ -20,7 +20,8 @@
 #include <ranges>
 #include <type_traits>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// Base of every trial (Determined's `det.pytorch.PyTorchTrial`), giving its defaults. Derive
 /// with your own type: `class MyTrial : public dtl::PyTorchTrial<MyTrial>`. Define in MyTrial:
@@ -183,6 +184,7 @@ consteval bool diagnose_trial() {
 }
 
 }  // namespace detail
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_TRIAL_HPP

@@ -16,7 +16,8 @@
 #include <variant>
 #include <vector>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 namespace detail {
 
@@ -127,6 +128,7 @@ class Length {
   std::variant<Batch, Epoch> unit_;
 };
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_UNITS_HPP

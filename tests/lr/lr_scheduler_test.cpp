@@ -615,3 +615,67 @@ TEST_CASE("OneCycleLR and a warmup+cosine SequentialLR under aggregation_frequen
     std::filesystem::remove_all(base);
   }
 }
+
+namespace {
+// A user's scheduler (docs/lr-schedulers.md): its settings declared once, in `fields`.
+class HalvingLR : public dtl::lr::LRScheduler {
+ public:
+  HalvingLR(std::shared_ptr<torch::optim::Optimizer> opt, std::int64_t period, double floor)
+      : LRScheduler(std::move(opt)), period_(period), floor_(floor) {
+    start();
+  }
+  enum class Mode { halve, keep };
+  Mode mode = Mode::halve;
+  double ratio = 2.5;  // whole numbers are saved as Python's int
+
+ protected:
+  void get_lr(std::span<double> lrs) override {
+    if (mode == Mode::keep || last_epoch() == 0 || last_epoch() % period_ != 0) return;
+    for (auto& lr : lrs) lr = std::max(lr / 2, floor_);
+  }
+  void fields(dtl::lr::StateFields& f) override {
+    f("period", period_)("floor", floor_).number("ratio", ratio);
+    f.named("mode", mode, {{Mode::halve, "halve"}, {Mode::keep, "keep"}}, Mode::halve).saved("note", "derived");
+  }
+
+ private:
+  std::int64_t period_;
+  double floor_;
+};
+}  // namespace
+
+TEST_CASE("a scheduler's declared fields are saved after the base's keys and loaded when present") {
+  auto opt = std::make_shared<torch::optim::SGD>(std::vector<torch::Tensor>{torch::zeros({1}, torch::requires_grad())},
+                                                 torch::optim::SGDOptions(0.8));
+  HalvingLR a(opt, 3, 0.05);
+  for (int i = 0; i < 7; ++i) a.step();
+  a.ratio = 4.0;
+  a.mode = HalvingLR::Mode::keep;
+  const auto s = a.state_dict();
+  CHECK(s.at("period") == 3);
+  CHECK(s.at("floor") == 0.05);
+  CHECK(s.at("ratio").is_number_integer());
+  CHECK(s.at("ratio") == 4);
+  CHECK(s.at("mode") == "keep");
+  CHECK(s.at("note") == "derived");
+  CHECK(s.at("last_epoch") == 7);
+  CHECK(s.contains("base_lrs"));
+
+  auto opt2 = std::make_shared<torch::optim::SGD>(
+      std::vector<torch::Tensor>{torch::zeros({1}, torch::requires_grad())}, torch::optim::SGDOptions(0.8));
+  HalvingLR b(opt2, 1, 0.5);
+  b.load_state_dict(s);
+  CHECK(b.state_dict() == s);  // period, floor, ratio and mode restored; `note` is derived
+  CHECK(b.mode == HalvingLR::Mode::keep);
+  CHECK(b.ratio == 4.0);
+  // A key the state lacks (or holds as null) keeps the scheduler's own value, as Python's update.
+  HalvingLR c(opt2, 5, 0.5);
+  auto partial = s;
+  partial.erase("period");
+  partial["floor"] = nullptr;
+  partial["mode"] = "unknown";
+  c.load_state_dict(partial);
+  CHECK(c.state_dict().at("period") == 5);
+  CHECK(c.state_dict().at("floor") == 0.5);
+  CHECK(c.mode == HalvingLR::Mode::halve);  // a name it does not list loads as the fallback
+}

@@ -7,15 +7,18 @@
 #include <numeric>
 #include <random>
 #include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <doctest/doctest.h>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 struct numpy_random_test_access {
   // The draws random_interval(i) would make for i = top .. bottom, through the shuffle's loop.
-  static std::vector<std::uint64_t> descending(samplers::NumpyRandomState& rng, std::uint64_t top,
+  static std::vector<std::uint64_t> descending(samplers::numpy_random_state& rng, std::uint64_t top,
                                                std::uint64_t bottom) {
     std::vector<std::uint64_t> draws;
     auto record = [&draws](std::uint64_t /*i*/, std::uint64_t j) { draws.push_back(j); };
@@ -23,14 +26,16 @@ struct numpy_random_test_access {
     return draws;
   }
 };
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 namespace {
 
 using dtl::samplers::mt19937_state;
-using dtl::samplers::NumpyRandomState;
+using dtl::samplers::numpy_random_state;
 
-std::vector<std::int64_t> shuffled_range(NumpyRandomState& rng, std::int64_t n) {
+std::vector<std::int64_t> shuffled_range(numpy_random_state& rng, std::int64_t n) {
   std::vector<std::int64_t> x(static_cast<std::size_t>(n));
   std::iota(x.begin(), x.end(), 0);
   rng.shuffle(std::span(x));
@@ -41,7 +46,7 @@ using epochs = std::vector<std::vector<std::int64_t>>;
 using indices_t = std::vector<std::int64_t>;
 
 epochs shuffle_epochs(std::int64_t seed, std::int64_t n, int count) {
-  NumpyRandomState rng(seed);
+  numpy_random_state rng(seed);
   epochs out;
   // Determined shuffles list(sampler), i.e. a fresh 0..n-1 each epoch, with the same generator.
   for (int e = 0; e < count; ++e) out.push_back(shuffled_range(rng, n));
@@ -58,18 +63,24 @@ std::uint64_t weighted_checksum(const std::vector<std::int64_t>& x) {
 
 }  // namespace
 
+// samplers/ took one naming style: the old name stays, deprecated, for one release.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static_assert(std::is_same_v<dtl::samplers::NumpyRandomState, dtl::samplers::numpy_random_state>);
+#pragma GCC diagnostic pop
+
 TEST_CASE("numpy_random: integer seeding equals std::mt19937(seed)") {
   for (std::uint32_t seed : {0U, 1U, 42U, 777U, 5489U, 0xffffffffU}) {
     std::mt19937 reference(seed);
-    NumpyRandomState rng(seed);
+    numpy_random_state rng(seed);
     for (int i = 0; i < 3000; ++i) REQUIRE(rng.next_uint32() == reference());  // crosses 4 regenerations
   }
 }
 
 TEST_CASE("numpy_random: seeds outside [0, 2^32) are rejected like numpy") {
-  CHECK_THROWS_AS(NumpyRandomState(-1), dtl::DataError);
-  CHECK_THROWS_AS(NumpyRandomState(std::int64_t{1} << 32), dtl::DataError);
-  CHECK_NOTHROW(NumpyRandomState(0xffffffffLL));
+  CHECK_THROWS_AS(numpy_random_state(-1), dtl::DataError);
+  CHECK_THROWS_AS(numpy_random_state(std::int64_t{1} << 32), dtl::DataError);
+  CHECK_NOTHROW(numpy_random_state(0xffffffffLL));
 }
 
 TEST_CASE("numpy_random: shuffles from the semantics report") {
@@ -102,29 +113,29 @@ TEST_CASE("numpy_random: random_interval matches numpy's masked draws, 32- and 6
   for (const auto& c : cases) {
     CAPTURE(c.seed);
     CAPTURE(c.max);
-    NumpyRandomState rng(c.seed);
+    numpy_random_state rng(c.seed);
     std::vector<std::uint64_t> got;
     for (std::size_t i = 0; i < c.draws.size(); ++i) got.push_back(rng.random_interval(c.max));
     CHECK(got == c.draws);
   }
-  NumpyRandomState rng(3);
+  numpy_random_state rng(3);
   CHECK(rng.random_interval(0) == 0);
-  CHECK(rng.state() == NumpyRandomState(3).state());  // max 0 draws nothing, as in numpy
+  CHECK(rng.state() == numpy_random_state(3).state());  // max 0 draws nothing, as in numpy
 }
 
 TEST_CASE("numpy_random: the shuffle loop draws exactly random_interval(i), across the 32/64-bit edge") {
   const std::uint64_t top = (std::uint64_t{1} << 32) + 5;
   const std::uint64_t bottom = (std::uint64_t{1} << 32) - 6;
-  NumpyRandomState loop_rng(99);
-  NumpyRandomState direct_rng(99);
+  numpy_random_state loop_rng(99);
+  numpy_random_state direct_rng(99);
   const auto from_loop = dtl::detail::numpy_random_test_access::descending(loop_rng, top, bottom);
   std::vector<std::uint64_t> direct;
   for (std::uint64_t i = top; i >= bottom; --i) direct.push_back(direct_rng.random_interval(i));
   CHECK(from_loop == direct);
   CHECK(loop_rng.state() == direct_rng.state());
 
-  NumpyRandomState small_loop(5);
-  NumpyRandomState small_direct(5);
+  numpy_random_state small_loop(5);
+  numpy_random_state small_direct(5);
   const auto small = dtl::detail::numpy_random_test_access::descending(small_loop, 300, 1);
   for (std::uint64_t i = 300, k = 0; i >= 1; --i, ++k) REQUIRE(small[k] == small_direct.random_interval(i));
 }
@@ -150,7 +161,7 @@ TEST_CASE("numpy_random: shuffles above 2^16 items match numpy and are permutati
   };
   for (const auto& c : cases) {
     CAPTURE(c.seed);
-    NumpyRandomState rng(c.seed);
+    numpy_random_state rng(c.seed);
     auto x = shuffled_range(rng, c.n);
     CHECK(std::vector<std::int64_t>(x.begin(), x.begin() + 8) == c.head);
     CHECK(std::vector<std::int64_t>(x.end() - 4, x.end()) == c.tail);
@@ -166,7 +177,7 @@ TEST_CASE("numpy_random: shuffles above 2^16 items match numpy and are permutati
     CHECK(rng.state().pos == c.pos_after_two);
     CHECK(rng.state().key[0] == c.key0_after_two);
     // Deterministic: the same seed gives the same first permutation again.
-    NumpyRandomState again(c.seed);
+    numpy_random_state again(c.seed);
     auto y = shuffled_range(again, c.n);
     CHECK(weighted_checksum(y) == c.checksum);
   }
@@ -176,8 +187,8 @@ TEST_CASE("numpy_random: shuffle equals the textbook loop over random_interval f
   // Sizes at and around powers of two are where the mask narrows.
   for (std::int64_t n = 0; n <= 2050; n += (n < 300 ? 1 : 7)) {
     CAPTURE(n);
-    NumpyRandomState fast(static_cast<std::uint32_t>(n) * 7919U);
-    NumpyRandomState plain(static_cast<std::uint32_t>(n) * 7919U);
+    numpy_random_state fast(static_cast<std::uint32_t>(n) * 7919U);
+    numpy_random_state plain(static_cast<std::uint32_t>(n) * 7919U);
     const auto got = shuffled_range(fast, n);
     indices_t expected(static_cast<std::size_t>(n));
     std::iota(expected.begin(), expected.end(), 0);
@@ -193,8 +204,8 @@ TEST_CASE("numpy_random: shuffle equals the textbook loop over random_interval f
 TEST_CASE("numpy_random: discard_shuffle leaves the generator where shuffle would") {
   for (std::uint64_t n : {0ULL, 1ULL, 2ULL, 3ULL, 10ULL, 1000ULL, 65537ULL, 100003ULL}) {
     CAPTURE(n);
-    NumpyRandomState shuffled(31);
-    NumpyRandomState discarded(31);
+    numpy_random_state shuffled(31);
+    numpy_random_state discarded(31);
     (void)shuffled_range(shuffled, static_cast<std::int64_t>(n));
     discarded.discard_shuffle(n);
     CHECK(shuffled.state() == discarded.state());
@@ -202,19 +213,19 @@ TEST_CASE("numpy_random: discard_shuffle leaves the generator where shuffle woul
 }
 
 TEST_CASE("numpy_random: state is plain data and round-trips") {
-  NumpyRandomState rng(8);
+  numpy_random_state rng(8);
   (void)shuffled_range(rng, 1234);
   const mt19937_state saved = rng.state();
   const auto expected = shuffled_range(rng, 50);
-  NumpyRandomState restored(saved);
+  numpy_random_state restored(saved);
   CHECK(shuffled_range(restored, 50) == expected);
-  NumpyRandomState other(1);
+  numpy_random_state other(1);
   other.set_state(saved);
   CHECK(shuffled_range(other, 50) == expected);
   mt19937_state broken = saved;
   broken.pos = 625;
   CHECK_THROWS_AS(other.set_state(broken), dtl::DataError);
   // A fresh generator's state is numpy's: pos 624 and key[0] == seed.
-  CHECK(NumpyRandomState(12345).state().pos == 624);
-  CHECK(NumpyRandomState(12345).state().key[0] == 12345U);
+  CHECK(numpy_random_state(12345).state().pos == 624);
+  CHECK(numpy_random_state(12345).state().key[0] == 12345U);
 }

@@ -468,7 +468,7 @@ TEST_CASE("pipeline: state() counts epochs and offsets in the epoch stage's unit
   CHECK(st.offset == 5);
   CHECK(st.rngs.size() == 1);
   // The generator saved is the one at the start of epoch 1: the seed's, advanced by one shuffle.
-  NumpyRandomState rng(4);
+  numpy_random_state rng(4);
   rng.discard_shuffle(10);
   CHECK(st.rngs[0] == rng.state());
 }

@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <limits>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 DTL_INLINE ApexAmp::ApexAmp(const ApexAmpOptions& o,
                             const std::vector<std::shared_ptr<torch::optim::Optimizer>>& optimizers,
@@ -138,6 +140,8 @@ DTL_INLINE void ApexAmp::load_state_dict(const nlohmann::json& j) {
   }
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_AMP_APEX_INL_HPP

@@ -22,7 +22,8 @@
 #include <variant>
 #include <vector>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// configure_apex_amp's arguments with apex's names and defaults (the ones that mean something
 /// without apex; `dtype` is dtl's: the autocast dtype, default bfloat16 on CPU, float16 on CUDA).
@@ -81,6 +82,7 @@ class ApexAmp {
 };
 
 }  // namespace detail
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB

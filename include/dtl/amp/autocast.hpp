@@ -19,7 +19,8 @@
 #include <stdexcept>
 #include <string>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// An autocast region for the current thread, restored (and its cast cache cleared at the
 /// outermost exit) on destruction, as Python's context manager does.
@@ -70,6 +71,7 @@ class autocast {
   torch::ScalarType prev_dtype_ = torch::kBFloat16;
 };
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_AMP_AUTOCAST_HPP

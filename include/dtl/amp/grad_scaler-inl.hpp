@@ -6,7 +6,8 @@
 
 #include <dtl/amp/grad_scaler.hpp>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 DTL_INLINE GradScaler::GradScaler(GradScalerOptions o) : o_(o) {
   if (o_.enabled) {
@@ -208,6 +209,7 @@ DTL_INLINE void GradScaler::update_scale(bool found_inf) {
   if (o_.min_scale && get_scale() < *o_.min_scale) scale_.fill_(*o_.min_scale);
 }
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_AMP_GRAD_SCALER_INL_HPP

@@ -23,7 +23,8 @@
 #include <string>
 #include <vector>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 class PyTorchTrialContext;
 namespace detail {
@@ -125,6 +126,7 @@ class GradScaler {
   }
 };
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB

@@ -6,7 +6,9 @@
 
 #include <dtl/callbacks/early_stopping.hpp>
 
-namespace dtl::inline DTL_ABI::callbacks {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace callbacks {
 
 DTL_INLINE EarlyStopping::EarlyStopping(PyTorchTrialContext& ctx, Options options) : ctx_(ctx), o_(std::move(options)) {
   if (o_.patience < 1)
@@ -97,6 +99,8 @@ DTL_INLINE void EarlyStopping::say(const std::string& text) const {
   if (ctx_.distributed().is_chief()) std::cout << "[dtl] EarlyStopping: " << text << std::endl;
 }
 
-}  // namespace dtl::callbacks
+}  // namespace callbacks
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_CALLBACKS_EARLY_STOPPING_INL_HPP

@@ -20,7 +20,9 @@
 #include <string>
 #include <utility>
 
-namespace dtl::inline DTL_ABI::callbacks {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace callbacks {
 
 /// EarlyStopping's settings, with Lightning's meaning (patience defaults to Lightning's 3).
 struct EarlyStoppingOptions {
@@ -87,7 +89,9 @@ class EarlyStopping : public PyTorchCallback {
   std::string stop_reason_;
 };
 
-}  // namespace dtl::callbacks
+}  // namespace callbacks
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
 #include <dtl/callbacks/early_stopping-inl.hpp>

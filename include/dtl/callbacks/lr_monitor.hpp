@@ -15,7 +15,9 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::callbacks {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace callbacks {
 
 /// One learning rate as the monitor saw it.
 struct LearningRateRecord {
@@ -94,6 +96,8 @@ inline std::string LearningRateMonitor::tag(const std::string& prefix, std::size
   return t;
 }
 
-}  // namespace dtl::callbacks
+}  // namespace callbacks
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_CALLBACKS_LR_MONITOR_HPP

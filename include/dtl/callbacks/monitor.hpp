@@ -15,7 +15,8 @@
 #include <string>
 #include <string_view>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// Which way a monitored metric improves (Python's `mode="min"` / `mode="max"`). One type for
 /// the callbacks and the scheduler, so an option set for one fits the other.
@@ -91,6 +92,7 @@ using dtl::detail::float_to_json;
 
 }  // namespace detail
 }  // namespace callbacks
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_CALLBACKS_MONITOR_HPP

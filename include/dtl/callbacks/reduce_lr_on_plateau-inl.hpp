@@ -6,7 +6,9 @@
 
 #include <dtl/callbacks/reduce_lr_on_plateau.hpp>
 
-namespace dtl::inline DTL_ABI::lr {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace lr {
 
 DTL_INLINE ThresholdMode parse_threshold_mode(std::string_view s) {
   if (s == "rel") return ThresholdMode::rel;
@@ -158,9 +160,9 @@ DTL_INLINE void ReduceLROnPlateau::reduce_lr() {
   }
 }
 
-}  // namespace dtl::lr
+}  // namespace lr
 
-namespace dtl::inline DTL_ABI::callbacks {
+namespace callbacks {
 
 DTL_INLINE ReduceLROnPlateauEveryValidation::ReduceLROnPlateauEveryValidation(
     std::shared_ptr<lr::ReduceLROnPlateau> scheduler, std::string monitor)
@@ -173,6 +175,8 @@ DTL_INLINE void ReduceLROnPlateauEveryValidation::on_validation_end(const Metric
   scheduler_->step(detail::monitored_value(metrics, monitor_, "ReduceLROnPlateauEveryValidation"));
 }
 
-}  // namespace dtl::callbacks
+}  // namespace callbacks
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_CALLBACKS_REDUCE_LR_ON_PLATEAU_INL_HPP

@@ -30,7 +30,9 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::lr {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace lr {
 
 using Mode = MonitorMode;
 
@@ -148,9 +150,9 @@ class ReduceLROnPlateau {
   bool stepped_ = false;
 };
 
-}  // namespace dtl::lr
+}  // namespace lr
 
-namespace dtl::inline DTL_ABI::callbacks {
+namespace callbacks {
 
 /// Steps a ReduceLROnPlateau with the monitored validation metric after every validation, and
 /// saves the scheduler's state as this callback's state_dict (Determined's documented
@@ -188,7 +190,9 @@ class ReduceLROnPlateauEveryValidation : public PyTorchCallback {
   std::string monitor_;
 };
 
-}  // namespace dtl::callbacks
+}  // namespace callbacks
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
 #include <dtl/callbacks/reduce_lr_on_plateau-inl.hpp>

@@ -13,7 +13,9 @@
 #include <stdexcept>
 #include <utility>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 template <class Result>
 class BackgroundWriter {
@@ -43,6 +45,8 @@ class BackgroundWriter {
   std::future<Result> in_flight_;
 };
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif

@@ -10,7 +10,7 @@
 #include <dtl/checkpoint/state_dict.hpp>
 #include <dtl/checkpoint/pickle.hpp>
 #include <dtl/checkpoint/torch_save.hpp>
-#include <dtl/detail/python_rng_state.hpp>
+#include <dtl/checkpoint/python_rng_state.hpp>
 #include <dtl/version.hpp>
 
 #include <ATen/core/Dict.h>
@@ -27,7 +27,9 @@
 #include <random>
 #include <sstream>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 namespace {
 
@@ -102,40 +104,6 @@ DTL_INLINE std::string new_uuid4() {
   return s.str();
 }
 
-DTL_INLINE void fsync_path(const std::filesystem::path& p, bool directory) {
-  const int fd = ::open(p.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-  if (fd < 0) throw std::runtime_error("dtl: checkpoint: cannot open " + p.string() + " to sync it");
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) throw std::runtime_error("dtl: checkpoint: fsync failed for " + p.string());
-}
-
-DTL_INLINE void write_file(const std::filesystem::path& p, const std::string& bytes) {
-  errno = 0;
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.flush();
-  if (!out)
-    throw CheckpointError("dtl: checkpoint: cannot write " + p.string() +
-                          (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string()));
-}
-
-DTL_INLINE void sync_file_system(const std::filesystem::path& p) {
-  const int fd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) throw std::runtime_error("dtl: checkpoint: cannot open " + p.string() + " to sync it");
-  const int rc = ::syncfs(fd);
-  ::close(fd);
-  if (rc != 0) throw std::runtime_error("dtl: checkpoint: syncfs failed for " + p.string());
-}
-
-DTL_INLINE std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw std::runtime_error("dtl: checkpoint: cannot read " + p.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 DTL_INLINE std::vector<std::filesystem::path> Checkpointer::clean_temporaries() {
   namespace fs = std::filesystem;
   std::vector<fs::path> removed;
@@ -187,15 +155,19 @@ DTL_INLINE WrittenCheckpoint Checkpointer::save(const TrialStateRefs& trial, con
   return write(snapshot(trial, st, named, hooks));
 }
 
-DTL_INLINE CheckpointSnapshot Checkpointer::snapshot(const TrialStateRefs& trial, const CheckpointState& st,
-                                                     const NamedStates& named, const CheckpointHooks& hooks) {
-  CheckpointSnapshot snap;
-  snap.target.uuid = new_uuid4();
-  snap.target.dir = checkpoint_dir(snap.target.uuid);
+namespace {
 
-  // state_dict.pth in Determined's layout, as Python's torch.save writes it (weights_only-safe).
+/// The models' state dicts, in wrap order.
+DTL_INLINE c10::impl::GenericList model_states(const TrialStateRefs& trial) {
   c10::impl::GenericList models(c10::AnyType::get());
   for (const auto& m : trial.models) models.push_back(dtl::state_dict(*m));
+  return models;
+}
+
+/// The optimizers' states in Python's layout, in wrap order. One whose type has no Python layout
+/// is None there, and its LibTorch archive is added to `files` as optimizer_<i>.pt.
+DTL_INLINE c10::impl::GenericList optimizer_states(const TrialStateRefs& trial,
+                                                   std::vector<std::pair<std::string, std::string>>& files) {
   c10::impl::GenericList optimizers(c10::AnyType::get());
   const auto& opts = trial.optimizers;
   for (std::size_t i = 0; i < opts.size(); ++i) {
@@ -211,14 +183,29 @@ DTL_INLINE CheckpointSnapshot Checkpointer::snapshot(const TrialStateRefs& trial
         bytes.append(static_cast<const char*>(data), n);
         return n;
       });
-      snap.files.emplace_back("optimizer_" + std::to_string(i) + ".pt", std::move(bytes));
+      files.emplace_back("optimizer_" + std::to_string(i) + ".pt", std::move(bytes));
     }
   }
+  return optimizers;
+}
+
+/// The LR schedulers' states, in wrap order; None for one without a state dtl can save.
+DTL_INLINE c10::impl::GenericList scheduler_states(const TrialStateRefs& trial) {
   c10::impl::GenericList schedulers(c10::AnyType::get());
   for (const auto& sch : trial.lr_schedulers)
     schedulers.push_back(sch.save ? json_to_ivalue(sch.save(sch.object)) : c10::IValue());
-  c10::impl::GenericDict callback_states(c10::StringType::get(), c10::AnyType::get());
-  for (const auto& [name, state] : named) callback_states.insert(name, json_to_ivalue(state));
+  return schedulers;
+}
+
+/// The named states as state_dict.pth's `callbacks` dict.
+DTL_INLINE c10::impl::GenericDict callback_states(const NamedStates& named) {
+  c10::impl::GenericDict callbacks(c10::StringType::get(), c10::AnyType::get());
+  for (const auto& [name, state] : named) callbacks.insert(name, json_to_ivalue(state));
+  return callbacks;
+}
+
+/// state_dict.pth's `rng_state`: the generators' states under Determined's keys.
+DTL_INLINE c10::impl::GenericDict rng_state_dict(const TrialStateRefs& trial) {
   c10::impl::GenericDict rng(c10::StringType::get(), c10::AnyType::get());
   rng.insert("cpu_rng_state", at::detail::getDefaultCPUGenerator().get_state());
   // Determined's _load restores numpy's and Python's generators unconditionally (a checkpoint
@@ -239,17 +226,11 @@ DTL_INLINE CheckpointSnapshot Checkpointer::snapshot(const TrialStateRefs& trial
   }
   if (trial.cuda_rng_device)  // Determined's key, present when CUDA devices exist
     rng.insert("gpu_rng_state", cuda_generator(*trial.cuda_rng_device).get_state());
-  c10::impl::GenericDict root(c10::StringType::get(), c10::AnyType::get());
-  root.insert("models_state_dict", models);
-  root.insert("optimizers_state_dict", optimizers);
-  root.insert("lr_schedulers_state_dict", schedulers);
-  root.insert("callbacks", callback_states);
-  for (const auto& e : trial.extra) root.insert(e.key, json_to_ivalue(e.save(e.object)));
-  root.insert("rng_state", rng);
-  // Determined's on_checkpoint_save_start(checkpoint): callbacks may add entries.
-  if (hooks.save_started) hooks.save_started(root);
-  snap.state_dict = snapshot_tensors(root);
+  return rng;
+}
 
+/// trial_state.json: where the run stands, in dtl's words.
+DTL_INLINE std::string trial_state_json(const TrialStateRefs& trial, const CheckpointState& st) {
   nlohmann::json trial_state = {{"batches_trained", st.batches_trained},
                                 {"epochs_trained", st.epochs_trained},
                                 {"last_val", st.last_val},
@@ -258,29 +239,72 @@ DTL_INLINE CheckpointSnapshot Checkpointer::snapshot(const TrialStateRefs& trial
   trial_state["best_validation"] = st.best_validation ? nlohmann::json(*st.best_validation) : nlohmann::json(nullptr);
   trial_state["data_position"] = st.data_position;
   if (!st.ranks.is_null()) trial_state["ranks"] = st.ranks;
-  snap.files.emplace_back("trial_state.json", trial_state.dump(2));
-  // Determined's own counters (vars(_TrialState), pickled), which its _load reads to continue
-  // where the checkpoint was: trial_id 0 is a local run's (a run on a cluster is not dtl's yet).
+  return trial_state.dump(2);
+}
+
+/// trial_state.pkl: Determined's own counters (vars(_TrialState), pickled), which its _load reads
+/// to continue where the checkpoint was.
+DTL_INLINE std::string determined_trial_state_pickle(const CheckpointState& st) {
+  // trial_id 0 is a local run's (a run on a cluster is not dtl's yet).
   using pickle::Value;
-  snap.files.emplace_back("trial_state.pkl", pickle::dump(Value::dict({{"trial_id", 0},
-                                                                      {"last_ckpt", st.last_ckpt},
-                                                                      {"step_id", 0},
-                                                                      {"last_val", st.last_val},
-                                                                      {"batches_trained", st.batches_trained},
-                                                                      {"epochs_trained", st.epochs_trained}})));
+  return pickle::dump(Value::dict({{"trial_id", 0},
+                                   {"last_ckpt", st.last_ckpt},
+                                   {"step_id", 0},
+                                   {"last_val", st.last_val},
+                                   {"batches_trained", st.batches_trained},
+                                   {"epochs_trained", st.epochs_trained}}));
+}
+
+/// load_data.json: the trial type, the experiment config and the hyperparameters.
+DTL_INLINE std::string load_data_json(const TrialStateRefs& trial) {
   nlohmann::json load_data = {{"trial_type", "PyTorchTrial"},
                               {"experiment_config", trial.experiment_config},
                               {"hparams", trial.hparams},
                               {"is_trainer", true}};
   if (trial.load_data_notes.is_object())
     for (const auto& [k, v] : trial.load_data_notes.items()) load_data[k] = v;
-  snap.files.emplace_back("load_data.json", load_data.dump(2));
+  return load_data.dump(2);
+}
+
+/// metadata.json: who wrote the checkpoint, and at which step.
+DTL_INLINE std::string metadata_json(const CheckpointState& st) {
   nlohmann::json metadata = {{"dtl_version", DTL_VERSION_STRING},
                              {"steps_completed", st.batches_trained},
                              {"framework", std::string("torch-") + TORCH_VERSION},
                              {"format", "pickle"}};
   if (st.validation_metric) metadata["validation_metric"] = *st.validation_metric;
-  snap.files.emplace_back("metadata.json", metadata.dump(2));
+  return metadata.dump(2);
+}
+
+}  // namespace
+
+DTL_INLINE CheckpointSnapshot Checkpointer::snapshot(const TrialStateRefs& trial, const CheckpointState& st,
+                                                     const NamedStates& named, const CheckpointHooks& hooks) {
+  CheckpointSnapshot snap;
+  snap.target.uuid = new_uuid4();
+  snap.target.dir = checkpoint_dir(snap.target.uuid);
+
+  // state_dict.pth in Determined's layout, as Python's torch.save writes it (weights_only-safe).
+  auto models = model_states(trial);
+  auto optimizers = optimizer_states(trial, snap.files);
+  auto schedulers = scheduler_states(trial);
+  auto callbacks = callback_states(named);
+  auto rng = rng_state_dict(trial);
+  c10::impl::GenericDict root(c10::StringType::get(), c10::AnyType::get());
+  root.insert("models_state_dict", models);
+  root.insert("optimizers_state_dict", optimizers);
+  root.insert("lr_schedulers_state_dict", schedulers);
+  root.insert("callbacks", callbacks);
+  for (const auto& e : trial.extra) root.insert(e.key, json_to_ivalue(e.save(e.object)));
+  root.insert("rng_state", rng);
+  // Determined's on_checkpoint_save_start(checkpoint): callbacks may add entries.
+  if (hooks.save_started) hooks.save_started(root);
+  snap.state_dict = snapshot_tensors(root);
+
+  snap.files.emplace_back("trial_state.json", trial_state_json(trial, st));
+  snap.files.emplace_back("trial_state.pkl", determined_trial_state_pickle(st));
+  snap.files.emplace_back("load_data.json", load_data_json(trial));
+  snap.files.emplace_back("metadata.json", metadata_json(st));
   return snap;
 }
 
@@ -383,11 +407,12 @@ DTL_INLINE std::vector<std::filesystem::path> Checkpointer::collect_garbage(cons
   return deleted;
 }
 
-DTL_INLINE CheckpointState Checkpointer::load(const TrialStateRefs& trial, const std::filesystem::path& dir,
-                                              const CheckpointHooks& hooks) {
+namespace {
+
+/// Checks that `dir` holds the files a checkpoint needs, and returns whether its trial state is
+/// Determined's trial_state.pkl (instead of dtl's trial_state.json).
+DTL_INLINE bool uses_determined_trial_state(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
-  if (!fs::is_directory(dir))
-    throw CheckpointError("dtl: checkpoint " + dir.string() + " does not exist (or is not a directory)");
   // Determined's own checkpoints hold trial_state.pkl instead of trial_state.json; dtl writes both
   // (and names itself in metadata.json), so one of dtl's without its trial_state.json is incomplete,
   // not Determined's: resuming it from the .pkl would lose its seed and data position silently.
@@ -407,29 +432,32 @@ DTL_INLINE CheckpointState Checkpointer::load(const TrialStateRefs& trial, const
     if (!fs::exists(dir / f))
       throw CheckpointError("dtl: checkpoint " + dir.string() + " is incomplete or not a dtl checkpoint: " + f +
                             " is missing");
-  const auto metadata = verify_metadata(dir);
-  verify_load_data(dir);
-  const auto file = dir / "state_dict.pth";
-  const std::string where = "dtl: checkpoint " + file.string();
+  return determined_state;
+}
+
+/// The dict state_dict.pth holds; `where` names the file in errors.
+DTL_INLINE c10::impl::GenericDict read_state_dict_root(const std::filesystem::path& file, const std::string& where) {
   const auto root_value = load_pickle_archive(file);
   if (!root_value.isGenericDict()) throw CheckpointError(where + " does not hold a dict");
-  auto root = root_value.toGenericDict();
-  auto entry = [&](const char* key) {
-    if (!root.contains(key)) throw CheckpointError(where + " has no '" + key + "' entry");
-    return root.at(key);
-  };
-  if (hooks.load_started) hooks.load_started(root);
+  return root_value.toGenericDict();
+}
 
-  const auto models = entry("models_state_dict").toListRef();
+/// Loads the saved state dicts into the trial's models, strictly, in wrap order.
+DTL_INLINE void restore_models(const TrialStateRefs& trial, c10::ArrayRef<c10::IValue> models,
+                               const std::filesystem::path& file, const std::string& where) {
   if (models.size() != trial.models.size())
     throw CheckpointError(where + " holds " + std::to_string(models.size()) + " models but the trial wraps " +
                           std::to_string(trial.models.size()));
   for (std::size_t i = 0; i < models.size(); ++i)
     dtl::load_state_dict(*trial.models[i], models[i], /*strict=*/true,
                          "checkpoint " + file.string() + " (model " + std::to_string(i) + ")");
+}
 
+/// Restores each optimizer from its Python-layout state, or (where that is None) from the
+/// LibTorch archive optimizer_<i>.pt in `dir`.
+DTL_INLINE void restore_optimizers(const TrialStateRefs& trial, c10::ArrayRef<c10::IValue> saved_opts,
+                                   const std::filesystem::path& dir, const std::string& where) {
   const auto& opts = trial.optimizers;
-  const auto saved_opts = entry("optimizers_state_dict").toListRef();
   if (saved_opts.size() != opts.size())
     throw CheckpointError(where + " holds " + std::to_string(saved_opts.size()) + " optimizers but the trial wraps " +
                           std::to_string(opts.size()));
@@ -441,81 +469,137 @@ DTL_INLINE CheckpointState Checkpointer::load(const TrialStateRefs& trial, const
       load_scheduler_group_keys(opts[i], saved_opts[i]);
     } else {
       const auto archive_file = dir / ("optimizer_" + std::to_string(i) + ".pt");
-      if (!fs::exists(archive_file)) throw CheckpointError(w + ": " + archive_file.string() + " is missing");
+      if (!std::filesystem::exists(archive_file))
+        throw CheckpointError(w + ": " + archive_file.string() + " is missing");
       torch::serialize::InputArchive archive;
       archive.load_from(archive_file.string());
       opts[i]->load(archive);
     }
   }
+}
+
+/// Restores each LR scheduler that can load a state and has one saved.
+DTL_INLINE void restore_schedulers(const TrialStateRefs& trial, c10::ArrayRef<c10::IValue> saved_scheds,
+                                   const std::string& where) {
   const auto& scheds = trial.lr_schedulers;
-  const auto saved_scheds = entry("lr_schedulers_state_dict").toListRef();
   if (saved_scheds.size() != scheds.size())
     throw CheckpointError(where + " holds " + std::to_string(saved_scheds.size()) +
                           " LR schedulers but the trial wraps " + std::to_string(scheds.size()));
   for (std::size_t i = 0; i < scheds.size(); ++i)
     if (scheds[i].load && !saved_scheds[i].isNone()) scheds[i].load(scheds[i].object, ivalue_to_json(saved_scheds[i]));
+}
 
+/// Restores the trial's other state from its keys of `root`; one without its key keeps its
+/// initial state, with a warning.
+DTL_INLINE void restore_extra_states(const TrialStateRefs& trial, const c10::impl::GenericDict& root,
+                                     const std::string& where) {
   for (const auto& e : trial.extra) {
     if (root.contains(e.key))
       e.load(e.object, ivalue_to_json(root.at(e.key)));
     else
       std::cerr << "dtl: warning: " << where << " has no '" << e.key << "'; it keeps its initial state\n";
   }
+}
 
-  const auto rng = entry("rng_state").toGenericDict();
+/// Restores the CPU generator, and the CUDA one where both the checkpoint and the trial have it.
+DTL_INLINE void restore_generators(const TrialStateRefs& trial, const c10::impl::GenericDict& rng,
+                                   const std::string& where) {
   if (!rng.contains("cpu_rng_state")) throw CheckpointError(where + ": rng_state has no cpu_rng_state");
   auto generator = at::detail::getDefaultCPUGenerator();
   generator.set_state(rng.at("cpu_rng_state").toTensor());
   if (rng.contains("gpu_rng_state") && trial.cuda_rng_device)
     cuda_generator(*trial.cuda_rng_device).set_state(rng.at("gpu_rng_state").toTensor());
-  // The named states are handed back: their owners restore them after the RNG, as Determined does.
+}
+
+/// The named states under `root`'s `callbacks` entry, as stored.
+DTL_INLINE std::map<std::string, c10::IValue> stored_named_states(const c10::impl::GenericDict& root) {
   std::map<std::string, c10::IValue> named_states;
   if (root.contains("callbacks"))
     for (const auto& kv : root.at("callbacks").toGenericDict()) named_states.emplace(kv.key().toStringRef(), kv.value());
+  return named_states;
+}
 
-  if (determined_state) {
-    // vars(_TrialState): the counters only. No seed (the run's own is kept), no data position
-    // (the stream skips the batches trained), no per-rank states (every rank restores the
-    // chief's generator, as Determined does).
-    const auto pkl = dir / "trial_state.pkl";
-    const auto value = pickle::load(read_file(pkl));
-    auto count = [&](const char* key) -> std::int64_t {
-      const auto* v = value.is(pickle::Kind::dict) ? value.as_dict().find(key) : nullptr;
-      if (!v || !v->is(pickle::Kind::integer))
-        throw CheckpointError("dtl: checkpoint " + pkl.string() + " has no int '" + key + "' (not Determined's trial state)");
-      return v->as_int();
-    };
-    CheckpointState out;
-    out.batches_trained = count("batches_trained");
-    out.epochs_trained = count("epochs_trained");
-    out.last_val = count("last_val");
-    out.last_ckpt = count("last_ckpt");
-    out.named_states = std::move(named_states);
-    if (metadata.at("steps_completed").get<std::int64_t>() != out.batches_trained)
-      throw CheckpointError("dtl: checkpoint " + dir.string() + ": metadata.json's steps_completed (" +
-                            metadata.at("steps_completed").dump() + ") differs from trial_state.pkl's batches_trained (" +
-                            std::to_string(out.batches_trained) + "): one of them was altered");
-    return out;
-  }
-  nlohmann::json st;
+/// metadata.json's steps_completed must be the trial state's batches_trained.
+DTL_INLINE void verify_steps_completed(const nlohmann::json& metadata, std::int64_t batches_trained,
+                                       const std::filesystem::path& dir, const std::string& state_file) {
+  if (metadata.at("steps_completed").get<std::int64_t>() != batches_trained)
+    throw CheckpointError("dtl: checkpoint " + dir.string() + ": metadata.json's steps_completed (" +
+                          metadata.at("steps_completed").dump() + ") differs from " + state_file +
+                          "'s batches_trained (" + std::to_string(batches_trained) + "): one of them was altered");
+}
+
+/// Where a Determined checkpoint's run stands, from its trial_state.pkl: vars(_TrialState), the
+/// counters only. No seed (the run's own is kept), no data position (the stream skips the
+/// batches trained), no per-rank states (every rank restores the chief's generator, as
+/// Determined does).
+DTL_INLINE CheckpointState determined_trial_state(const std::filesystem::path& dir, const nlohmann::json& metadata,
+                                                  std::map<std::string, c10::IValue> named_states) {
+  const auto pkl = dir / "trial_state.pkl";
+  const auto value = pickle::load(read_file(pkl));
+  auto count = [&](const char* key) -> std::int64_t {
+    const auto* v = value.is(pickle::Kind::dict) ? value.as_dict().find(key) : nullptr;
+    if (!v || !v->is(pickle::Kind::integer))
+      throw CheckpointError("dtl: checkpoint " + pkl.string() + " has no int '" + key +
+                            "' (not Determined's trial state)");
+    return v->as_int();
+  };
+  CheckpointState out;
+  out.batches_trained = count("batches_trained");
+  out.epochs_trained = count("epochs_trained");
+  out.last_val = count("last_val");
+  out.last_ckpt = count("last_ckpt");
+  out.named_states = std::move(named_states);
+  verify_steps_completed(metadata, out.batches_trained, dir, "trial_state.pkl");
+  return out;
+}
+
+/// Where the run stands, from trial_state.json's contents (its per-rank states not yet checked).
+DTL_INLINE CheckpointState trial_state_from_json(const nlohmann::json& st) {
+  CheckpointState out;
+  out.batches_trained = st.at("batches_trained").get<std::int64_t>();
+  out.epochs_trained = st.at("epochs_trained").get<std::int64_t>();
+  out.last_val = st.at("last_val").get<std::int64_t>();
+  out.last_ckpt = st.at("last_ckpt").get<std::int64_t>();
+  if (!st.at("best_validation").is_null()) out.best_validation = st.at("best_validation").get<double>();
+  out.data_position = st.value("data_position", nlohmann::json(nullptr));
+  if (st.contains("trial_seed")) out.trial_seed = st["trial_seed"].get<std::uint64_t>();
+  out.ranks = st.value("ranks", nlohmann::json(nullptr));
+  return out;
+}
+
+}  // namespace
+
+DTL_INLINE CheckpointState Checkpointer::load(const TrialStateRefs& trial, const std::filesystem::path& dir,
+                                              const CheckpointHooks& hooks) {
+  if (!std::filesystem::is_directory(dir))
+    throw CheckpointError("dtl: checkpoint " + dir.string() + " does not exist (or is not a directory)");
+  const bool determined_state = uses_determined_trial_state(dir);
+  const auto metadata = verify_metadata(dir);
+  verify_load_data(dir);
+  const auto file = dir / "state_dict.pth";
+  const std::string where = "dtl: checkpoint " + file.string();
+  auto root = read_state_dict_root(file, where);
+  auto entry = [&](const char* key) {
+    if (!root.contains(key)) throw CheckpointError(where + " has no '" + key + "' entry");
+    return root.at(key);
+  };
+  if (hooks.load_started) hooks.load_started(root);
+
+  restore_models(trial, entry("models_state_dict").toListRef(), file, where);
+  restore_optimizers(trial, entry("optimizers_state_dict").toListRef(), dir, where);
+  restore_schedulers(trial, entry("lr_schedulers_state_dict").toListRef(), where);
+  restore_extra_states(trial, root, where);
+  restore_generators(trial, entry("rng_state").toGenericDict(), where);
+  // The named states are handed back: their owners restore them after the RNG, as Determined does.
+  auto named_states = stored_named_states(root);
+
+  if (determined_state) return determined_trial_state(dir, metadata, std::move(named_states));
   try {
-    st = nlohmann::json::parse(read_file(dir / "trial_state.json"));
-    CheckpointState out;
-    out.batches_trained = st.at("batches_trained").get<std::int64_t>();
-    out.epochs_trained = st.at("epochs_trained").get<std::int64_t>();
-    out.last_val = st.at("last_val").get<std::int64_t>();
-    out.last_ckpt = st.at("last_ckpt").get<std::int64_t>();
-    if (!st.at("best_validation").is_null()) out.best_validation = st.at("best_validation").get<double>();
-    out.data_position = st.value("data_position", nlohmann::json(nullptr));
-    if (st.contains("trial_seed")) out.trial_seed = st["trial_seed"].get<std::uint64_t>();
-    out.ranks = st.value("ranks", nlohmann::json(nullptr));
+    const auto st = nlohmann::json::parse(read_file(dir / "trial_state.json"));
+    CheckpointState out = trial_state_from_json(st);
     verify_rank_states(out.ranks, dir / "trial_state.json");
     out.named_states = std::move(named_states);
-    if (metadata.at("steps_completed").get<std::int64_t>() != out.batches_trained)
-      throw CheckpointError("dtl: checkpoint " + dir.string() + ": metadata.json's steps_completed (" +
-                            metadata.at("steps_completed").dump() +
-                            ") differs from trial_state.json's batches_trained (" +
-                            std::to_string(out.batches_trained) + "): one of them was altered");
+    verify_steps_completed(metadata, out.batches_trained, dir, "trial_state.json");
     return out;
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError("dtl: checkpoint " + (dir / "trial_state.json").string() + " is corrupt: " + e.what());
@@ -580,6 +664,8 @@ DTL_INLINE nlohmann::json Checkpointer::verify_metadata(const std::filesystem::p
   return meta;
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_CHECKPOINT_CHECKPOINT_INL_HPP

@@ -9,6 +9,7 @@
 #include <dtl/checkpoint/snapshot.hpp>
 #include <dtl/checkpoint/trial_state_refs.hpp>
 #include <dtl/detail/compiled_lib.hpp>
+#include <dtl/detail/file_io.hpp>
 #include <dtl/errors.hpp>
 
 #include <nlohmann/json.hpp>
@@ -22,7 +23,8 @@
 #include <string>
 #include <vector>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// Where a run stands; saved in checkpoints (Determined's `_TrialState`, plus the best validation
 /// so far, which `checkpoint_policy = best` compares against after a resume).
@@ -34,9 +36,12 @@ struct TrialState {
   std::optional<double> best_validation;
 };
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// State saved beside the trial's under state_dict.pth's `callbacks` entry, by name (Determined
 /// keeps its callbacks' state_dict() there): what a checkpoint stores of parts it does not know.
@@ -99,17 +104,6 @@ struct CheckpointSnapshot {
 
 DTL_INLINE std::string new_uuid4();
 
-DTL_INLINE void fsync_path(const std::filesystem::path& p, bool directory);
-
-/// Writes a small file; a checkpoint makes all its files durable at once (sync_file_system).
-DTL_INLINE void write_file(const std::filesystem::path& p, const std::string& bytes);
-
-/// Makes everything written on `p`'s file system durable in one call (syncfs): every file of a
-/// checkpoint at once, instead of an fsync per file.
-DTL_INLINE void sync_file_system(const std::filesystem::path& p);
-
-DTL_INLINE std::string read_file(const std::filesystem::path& p);
-
 class Checkpointer {
  public:
   /// `owned`: the run owns `storage` (it keeps `latest` there, collects garbage and removes
@@ -170,7 +164,9 @@ class Checkpointer {
   bool owned_ = true;
 };
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
 #include <dtl/checkpoint/checkpoint-inl.hpp>

@@ -24,7 +24,9 @@
 #include <optional>
 #include <string>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// `key` as an int when it is one written canonically ("30", "-2", "0"; not "030" or "+1"), so an
 /// object like MultiStepLR's milestone Counter reaches Python with int keys, and reading it back
@@ -118,6 +120,8 @@ inline nlohmann::json ivalue_to_json(const c10::IValue& v) {
   throw CheckpointError("dtl: checkpoint: a state value of type " + v.tagKind() + " cannot be read as plain data");
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_CHECKPOINT_IVALUE_JSON_HPP

@@ -28,7 +28,9 @@
 #include <tuple>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 namespace optim_layout {
 
@@ -295,6 +297,8 @@ inline bool load_python_optimizer_state(torch::optim::Optimizer& opt, const c10:
   }
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_CHECKPOINT_OPTIMIZER_STATE_HPP

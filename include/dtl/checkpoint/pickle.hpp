@@ -25,7 +25,10 @@
 #include <variant>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail::pickle {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
+namespace pickle {
 
 /// Python's None.
 struct None {
@@ -270,147 +273,86 @@ inline constexpr std::uint8_t MARK = '(', STOP = '.', POP = '0', POP_MARK = '1',
                               READONLY_BUFFER = 0x98;
 }  // namespace op
 
+/// Each opcode's name as Python's pickletools spells it, for errors.
+inline constexpr std::pair<std::uint8_t, const char*> kOpcodeNames[] = {
+    {op::MARK, "MARK"},
+    {op::STOP, "STOP"},
+    {op::POP, "POP"},
+    {op::POP_MARK, "POP_MARK"},
+    {op::DUP, "DUP"},
+    {op::FLOAT, "FLOAT"},
+    {op::INT, "INT"},
+    {op::BININT, "BININT"},
+    {op::BININT1, "BININT1"},
+    {op::LONG, "LONG"},
+    {op::BININT2, "BININT2"},
+    {op::NONE, "NONE"},
+    {op::PERSID, "PERSID"},
+    {op::BINPERSID, "BINPERSID"},
+    {op::REDUCE, "REDUCE"},
+    {op::STRING, "STRING"},
+    {op::BINSTRING, "BINSTRING"},
+    {op::SHORT_BINSTRING, "SHORT_BINSTRING"},
+    {op::UNICODE, "UNICODE"},
+    {op::BINUNICODE, "BINUNICODE"},
+    {op::APPEND, "APPEND"},
+    {op::BUILD, "BUILD"},
+    {op::GLOBAL, "GLOBAL"},
+    {op::DICT, "DICT"},
+    {op::EMPTY_DICT, "EMPTY_DICT"},
+    {op::APPENDS, "APPENDS"},
+    {op::GET, "GET"},
+    {op::BINGET, "BINGET"},
+    {op::INST, "INST"},
+    {op::LONG_BINGET, "LONG_BINGET"},
+    {op::LIST, "LIST"},
+    {op::EMPTY_LIST, "EMPTY_LIST"},
+    {op::OBJ, "OBJ"},
+    {op::PUT, "PUT"},
+    {op::BINPUT, "BINPUT"},
+    {op::LONG_BINPUT, "LONG_BINPUT"},
+    {op::SETITEM, "SETITEM"},
+    {op::TUPLE, "TUPLE"},
+    {op::EMPTY_TUPLE, "EMPTY_TUPLE"},
+    {op::SETITEMS, "SETITEMS"},
+    {op::BINFLOAT, "BINFLOAT"},
+    {op::PROTO, "PROTO"},
+    {op::NEWOBJ, "NEWOBJ"},
+    {op::EXT1, "EXT1"},
+    {op::EXT2, "EXT2"},
+    {op::EXT4, "EXT4"},
+    {op::TUPLE1, "TUPLE1"},
+    {op::TUPLE2, "TUPLE2"},
+    {op::TUPLE3, "TUPLE3"},
+    {op::NEWTRUE, "NEWTRUE"},
+    {op::NEWFALSE, "NEWFALSE"},
+    {op::LONG1, "LONG1"},
+    {op::LONG4, "LONG4"},
+    {op::BINBYTES, "BINBYTES"},
+    {op::SHORT_BINBYTES, "SHORT_BINBYTES"},
+    {op::SHORT_BINUNICODE, "SHORT_BINUNICODE"},
+    {op::BINUNICODE8, "BINUNICODE8"},
+    {op::BINBYTES8, "BINBYTES8"},
+    {op::EMPTY_SET, "EMPTY_SET"},
+    {op::ADDITEMS, "ADDITEMS"},
+    {op::FROZENSET, "FROZENSET"},
+    {op::NEWOBJ_EX, "NEWOBJ_EX"},
+    {op::STACK_GLOBAL, "STACK_GLOBAL"},
+    {op::MEMOIZE, "MEMOIZE"},
+    {op::FRAME, "FRAME"},
+    {op::BYTEARRAY8, "BYTEARRAY8"},
+    {op::NEXT_BUFFER, "NEXT_BUFFER"},
+    {op::READONLY_BUFFER, "READONLY_BUFFER"},
+};
+
+/// The name of the opcode `c`, or nullptr for a byte that is no opcode.
 [[nodiscard]] inline const char* opcode_name(std::uint8_t c) noexcept {
-  switch (c) {
-    case op::MARK:
-      return "MARK";
-    case op::STOP:
-      return "STOP";
-    case op::POP:
-      return "POP";
-    case op::POP_MARK:
-      return "POP_MARK";
-    case op::DUP:
-      return "DUP";
-    case op::FLOAT:
-      return "FLOAT";
-    case op::INT:
-      return "INT";
-    case op::BININT:
-      return "BININT";
-    case op::BININT1:
-      return "BININT1";
-    case op::LONG:
-      return "LONG";
-    case op::BININT2:
-      return "BININT2";
-    case op::NONE:
-      return "NONE";
-    case op::PERSID:
-      return "PERSID";
-    case op::BINPERSID:
-      return "BINPERSID";
-    case op::REDUCE:
-      return "REDUCE";
-    case op::STRING:
-      return "STRING";
-    case op::BINSTRING:
-      return "BINSTRING";
-    case op::SHORT_BINSTRING:
-      return "SHORT_BINSTRING";
-    case op::UNICODE:
-      return "UNICODE";
-    case op::BINUNICODE:
-      return "BINUNICODE";
-    case op::APPEND:
-      return "APPEND";
-    case op::BUILD:
-      return "BUILD";
-    case op::GLOBAL:
-      return "GLOBAL";
-    case op::DICT:
-      return "DICT";
-    case op::EMPTY_DICT:
-      return "EMPTY_DICT";
-    case op::APPENDS:
-      return "APPENDS";
-    case op::GET:
-      return "GET";
-    case op::BINGET:
-      return "BINGET";
-    case op::INST:
-      return "INST";
-    case op::LONG_BINGET:
-      return "LONG_BINGET";
-    case op::LIST:
-      return "LIST";
-    case op::EMPTY_LIST:
-      return "EMPTY_LIST";
-    case op::OBJ:
-      return "OBJ";
-    case op::PUT:
-      return "PUT";
-    case op::BINPUT:
-      return "BINPUT";
-    case op::LONG_BINPUT:
-      return "LONG_BINPUT";
-    case op::SETITEM:
-      return "SETITEM";
-    case op::TUPLE:
-      return "TUPLE";
-    case op::EMPTY_TUPLE:
-      return "EMPTY_TUPLE";
-    case op::SETITEMS:
-      return "SETITEMS";
-    case op::BINFLOAT:
-      return "BINFLOAT";
-    case op::PROTO:
-      return "PROTO";
-    case op::NEWOBJ:
-      return "NEWOBJ";
-    case op::EXT1:
-      return "EXT1";
-    case op::EXT2:
-      return "EXT2";
-    case op::EXT4:
-      return "EXT4";
-    case op::TUPLE1:
-      return "TUPLE1";
-    case op::TUPLE2:
-      return "TUPLE2";
-    case op::TUPLE3:
-      return "TUPLE3";
-    case op::NEWTRUE:
-      return "NEWTRUE";
-    case op::NEWFALSE:
-      return "NEWFALSE";
-    case op::LONG1:
-      return "LONG1";
-    case op::LONG4:
-      return "LONG4";
-    case op::BINBYTES:
-      return "BINBYTES";
-    case op::SHORT_BINBYTES:
-      return "SHORT_BINBYTES";
-    case op::SHORT_BINUNICODE:
-      return "SHORT_BINUNICODE";
-    case op::BINUNICODE8:
-      return "BINUNICODE8";
-    case op::BINBYTES8:
-      return "BINBYTES8";
-    case op::EMPTY_SET:
-      return "EMPTY_SET";
-    case op::ADDITEMS:
-      return "ADDITEMS";
-    case op::FROZENSET:
-      return "FROZENSET";
-    case op::NEWOBJ_EX:
-      return "NEWOBJ_EX";
-    case op::STACK_GLOBAL:
-      return "STACK_GLOBAL";
-    case op::MEMOIZE:
-      return "MEMOIZE";
-    case op::FRAME:
-      return "FRAME";
-    case op::BYTEARRAY8:
-      return "BYTEARRAY8";
-    case op::NEXT_BUFFER:
-      return "NEXT_BUFFER";
-    case op::READONLY_BUFFER:
-      return "READONLY_BUFFER";
-    default:
-      return nullptr;
-  }
+  static constexpr auto by_byte = [] {
+    std::array<const char*, 256> names{};
+    for (const auto& [code, name] : kOpcodeNames) names[code] = name;
+    return names;
+  }();
+  return by_byte[c];
 }
 
 /// Whether `s` is UTF-8 as Python's "surrogatepass" decoder takes it (the pickler encodes str
@@ -1256,127 +1198,159 @@ class Unpickler {
   }
 
   /// Executes one opcode; true at STOP.
+  /// One opcode, dispatched by family; true at STOP. Each family answers whether it knew the
+  /// opcode; what none knows is refused with the reason.
   bool step() {
+    if (opcode_ == op::STOP) {
+      result_ = data(pop(), "the pickled object");
+      return true;
+    }
+    if (!(stack_op() || scalar_op() || text_op() || container_op() || memo_op() || object_op())) refuse_op();
+    return false;
+  }
+
+  /// The stack and the stream: PROTO, FRAME, MARK, POP, POP_MARK, DUP.
+  bool stack_op() {
     switch (opcode_) {
       case op::PROTO: {
         const auto p = u8();
         if (p > 5) fail_at("pickle protocol " + std::to_string(p) + " is newer than any Python writes (corrupt file?)");
-        return false;
+        return true;
       }
       case op::FRAME: {
         const auto n = le(8);
         if (n > data_.size() - pos_) fail_at("a frame is longer than the rest of the file (truncated file?)");
-        return false;
-      }
-      case op::STOP: {
-        result_ = data(pop(), "the pickled object");
         return true;
       }
       case op::MARK:
         marks_.push_back(stack_.size());
-        return false;
+        return true;
       case op::POP:
         if (stack_.size() > base())
           stack_.pop_back();
         else
           pop_mark();
-        return false;
+        return true;
       case op::POP_MARK:
         pop_mark();
-        return false;
+        return true;
       case op::DUP: {
         Slot copy = top();
         charge(copy);
         push(std::move(copy));
-        return false;
+        return true;
       }
+      default:
+        return false;
+    }
+  }
+
+  /// None, booleans, integers and floats.
+  bool scalar_op() {
+    switch (opcode_) {
       case op::NONE:
         push(Value());
-        return false;
+        return true;
       case op::NEWTRUE:
         push(Value(true));
-        return false;
+        return true;
       case op::NEWFALSE:
         push(Value(false));
-        return false;
+        return true;
       case op::BININT:
         push(Value(static_cast<std::int32_t>(static_cast<std::uint32_t>(le(4)))));
-        return false;
+        return true;
       case op::BININT1:
         push(Value(static_cast<std::int64_t>(u8())));
-        return false;
+        return true;
       case op::BININT2:
         push(Value(static_cast<std::int64_t>(le(2))));
-        return false;
+        return true;
       case op::LONG1: {
         const auto n = u8();
         push(Value(decode_long(take(n))));
-        return false;
+        return true;
       }
       case op::LONG4: {
         const auto n = static_cast<std::int32_t>(static_cast<std::uint32_t>(le(4)));
         if (n < 0) fail_at("a negative length");
         push(Value(decode_long(take(static_cast<std::uint64_t>(n)))));
-        return false;
+        return true;
       }
       case op::BINFLOAT: {
         std::uint64_t bits = 0;
         for (const char c : take(8)) bits = (bits << 8) | static_cast<std::uint8_t>(c);  // big-endian
         push(Value(std::bit_cast<double>(bits)));
-        return false;
+        return true;
       }
+      default:
+        return false;
+    }
+  }
+
+  /// str and bytes.
+  bool text_op() {
+    switch (opcode_) {
       case op::SHORT_BINUNICODE:
         push(Value(text(take(u8()))));
-        return false;
+        return true;
       case op::BINUNICODE:
         push(Value(text(take(le(4)))));
-        return false;
+        return true;
       case op::BINUNICODE8:
         push(Value(text(take(le(8)))));
-        return false;
+        return true;
       case op::SHORT_BINSTRING:
         push(Value(text(take(u8()))));
-        return false;  // Python 2 str, read as UTF-8
+        return true;  // Python 2 str, read as UTF-8
       case op::BINSTRING: {
         const auto n = static_cast<std::int32_t>(static_cast<std::uint32_t>(le(4)));
         if (n < 0) fail_at("a negative length");
         push(Value(text(take(static_cast<std::uint64_t>(n)))));
-        return false;
+        return true;
       }
       case op::SHORT_BINBYTES:
         push(Value(Bytes{std::string(take(u8()))}));
-        return false;
+        return true;
       case op::BINBYTES:
         push(Value(Bytes{std::string(take(le(4)))}));
-        return false;
+        return true;
       case op::BINBYTES8:
         push(Value(Bytes{std::string(take(le(8)))}));
+        return true;
+      default:
         return false;
+    }
+  }
+
+  /// Lists, dicts and tuples: made empty or from a MARK, appended to, set.
+  bool container_op() {
+    switch (opcode_) {
       case op::EMPTY_LIST:
         push(new_list());
-        return false;
+        return true;
       case op::EMPTY_DICT:
         push(new_dict(false));
-        return false;
+        return true;
       case op::EMPTY_TUPLE:
         push(new_tuple({}));
-        return false;
+        return true;
       case op::LIST: {
         auto items = pop_mark();
         Value l = new_list();
         for (auto& s : items) l.as_list().items.push_back(data(std::move(s), "list item"));
         push(std::move(l));
-        return false;
+        return true;
       }
       case op::DICT: {
         auto items = pop_mark();
         push(new_dict(false));
         set_items(items);
-        return false;
+        return true;
       }
       case op::TUPLE:
         push(make_tuple(pop_mark()));
-        return false;
+        return true;
       case op::TUPLE1:
       case op::TUPLE2:
       case op::TUPLE3: {
@@ -1386,60 +1360,76 @@ class Unpickler {
                                 std::make_move_iterator(stack_.end()));
         stack_.resize(stack_.size() - n);
         push(make_tuple(std::move(items)));
-        return false;
+        return true;
       }
       case op::APPEND: {
         Value item = data(pop(), "list item");
         value_at_top(Kind::list, "APPEND").as_list().items.push_back(std::move(item));
-        return false;
+        return true;
       }
       case op::APPENDS: {
         auto items = pop_mark();
         List& l = value_at_top(Kind::list, "APPENDS").as_list();
         for (auto& s : items) l.items.push_back(data(std::move(s), "list item"));
-        return false;
+        return true;
       }
       case op::SETITEM: {
         std::vector<Slot> kv(2);
         kv[1] = pop();
         kv[0] = pop();
         set_items(kv);
-        return false;
+        return true;
       }
       case op::SETITEMS: {
         auto items = pop_mark();
         set_items(items);
-        return false;
+        return true;
       }
+      default:
+        return false;
+    }
+  }
+
+  /// The memo: GET and PUT.
+  bool memo_op() {
+    switch (opcode_) {
       case op::BINGET:
         memo_get(u8());
-        return false;
+        return true;
       case op::LONG_BINGET:
         memo_get(le(4));
-        return false;
+        return true;
       case op::BINPUT:
         memo_put(u8());
-        return false;
+        return true;
       case op::LONG_BINPUT:
         memo_put(le(4));
-        return false;
+        return true;
       case op::MEMOIZE: {
         if (memo_.size() >= std::numeric_limits<std::uint32_t>::max()) fail_at("too many memo entries");
         memo_put(memo_.size());
-        return false;
+        return true;
       }
+      default:
+        return false;
+    }
+  }
+
+  /// Globals and calls: only the allow-listed callables (resolve_global), torch's persistent storages, and an OrderedDict's attributes.
+  bool object_op() {
+    switch (opcode_) {
       case op::GLOBAL: {
         std::string module(line());
         std::string name(line());
         push(resolve_global(std::move(module), std::move(name)));
-        return false;
+        return true;
       }
       case op::STACK_GLOBAL: {
         Value name = data(pop(), "STACK_GLOBAL name");
         Value module = data(pop(), "STACK_GLOBAL module");
         if (!name.is(Kind::string) || !module.is(Kind::string)) fail_at("STACK_GLOBAL needs two strs");
         push(resolve_global(module.as_str(), name.as_str()));
-        return false;
+        return true;
       }
       case op::REDUCE: {
         Slot args = pop();
@@ -1448,7 +1438,7 @@ class Unpickler {
         if (!g) fail_at("REDUCE calls " + describe(fn) + ", which is not an allowed callable");
         Slot result = call(*g, std::move(args));
         stack_.back() = std::move(result);
-        return false;
+        return true;
       }
       case op::NEWOBJ: {
         Slot args = pop();
@@ -1457,12 +1447,12 @@ class Unpickler {
         if (!g || g->id != GlobalRef::ordered_dict)
           fail_at("NEWOBJ may only create a collections.OrderedDict, got " + describe(cls));
         push(call(*g, std::move(args)));
-        return false;
+        return true;
       }
       case op::BUILD: {
         Slot state_slot = pop();
         if (auto* g = std::get_if<GlobalRef>(&top().v)) {
-          if (g->id == GlobalRef::numpy_dtype_value) return false;  // its byte order etc.: kept as the code
+          if (g->id == GlobalRef::numpy_dtype_value) return true;  // its byte order etc.: kept as the code
           if (g->id == GlobalRef::numpy_array_shell) {
             // (version, shape, dtype, is_fortran, raw data): the array as its raw bytes.
             std::vector<Slot> st = arguments(std::move(state_slot), "a numpy array's state");
@@ -1471,7 +1461,7 @@ class Unpickler {
             if (!dtype || dtype->id != GlobalRef::numpy_dtype_value || !raw || !raw->is(Kind::bytes))
               fail_at("a numpy array's state must be (version, shape, dtype, is_fortran, bytes)");
             top() = Slot{*raw};
-            return false;
+            return true;
           }
         }
         Value state = data(std::move(state_slot), "BUILD state");
@@ -1485,11 +1475,20 @@ class Unpickler {
           if (!k.is(Kind::string)) fail_at("an attribute name must be a str");
           v->as_dict().attributes.emplace_back(k, x);
         }
-        return false;
+        return true;
       }
       case op::BINPERSID:
         push(persistent(pop()));
+        return true;
+      default:
         return false;
+    }
+  }
+
+  /// The opcodes dtl refuses (they create objects, or are not what torch.save writes), and
+  /// unknown ones.
+  [[noreturn]] void refuse_op() {
+    switch (opcode_) {
       case op::INST:
       case op::OBJ:
       case op::NEWOBJ_EX:
@@ -1612,6 +1611,9 @@ struct LoadOptions {
   return impl::Unpickler(bytes, options.max_depth).run();
 }
 
-}  // namespace dtl::detail::pickle
+}  // namespace pickle
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_CHECKPOINT_PICKLE_HPP

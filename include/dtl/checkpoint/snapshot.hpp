@@ -14,7 +14,9 @@
 #include <unordered_map>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 namespace impl {
 
@@ -72,6 +74,8 @@ class TensorSnapshot {
 /// same key and element types, storage sharing between tensors is kept.
 [[nodiscard]] inline c10::IValue snapshot_tensors(const c10::IValue& v) { return impl::TensorSnapshot().run(v); }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif

@@ -17,7 +17,8 @@
 #include <string>
 #include <vector>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 namespace detail {
 inline void collect_state(const torch::nn::Module& m, const std::string& prefix, c10::impl::GenericDict& out) {
@@ -118,6 +119,7 @@ inline void load_state_dict(torch::nn::Module& module, const std::string& path, 
   load_state_dict(module, std::filesystem::path(path), strict, model_index);
 }
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_CHECKPOINT_STATE_DICT_HPP

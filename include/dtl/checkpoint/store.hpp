@@ -12,7 +12,8 @@
 #include <string>
 #include <utility>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// A checkpoint complete on storage: every file written and durable, `latest` pointing to it.
 struct StoredCheckpoint {
@@ -68,6 +69,7 @@ class RunDirectoryStore final : public CheckpointStore {
 };
 
 }  // namespace detail
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_CHECKPOINT_STORE_HPP

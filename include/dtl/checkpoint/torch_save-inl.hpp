@@ -38,7 +38,9 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 static_assert(std::endian::native == std::endian::little, DTL_DIAG_BIG_ENDIAN_HOST);
 
@@ -567,6 +569,8 @@ DTL_INLINE c10::IValue load_pickle_archive(const std::filesystem::path& file) {
   }
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_CHECKPOINT_TORCH_SAVE_INL_HPP

@@ -11,7 +11,9 @@
 
 #include <filesystem>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// Writes `v` to `file` in torch.save's zip format (torch 1.13: records data.pkl, data/<key>
 /// per storage, version), readable by Python's torch.load(file, weights_only=True) and by
@@ -30,7 +32,9 @@ DTL_INLINE void save_pickle_archive(const c10::IValue& v, const std::filesystem:
 /// corrupt or refused pickle.
 [[nodiscard]] DTL_INLINE c10::IValue load_pickle_archive(const std::filesystem::path& file);
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
 #include <dtl/checkpoint/torch_save-inl.hpp>

@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 struct TrialStateRefs {
   /// A type-erased LR scheduler: its state as JSON (Python's layout), when it has one.
@@ -45,6 +47,8 @@ struct TrialStateRefs {
   nlohmann::json load_data_notes;  ///< extra keys for load_data.json (e.g. hyperparameters changed at resume)
 };
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_CHECKPOINT_TRIAL_STATE_REFS_HPP

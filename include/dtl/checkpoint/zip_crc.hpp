@@ -19,7 +19,9 @@
 #include <unordered_map>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 namespace zip_impl {
 inline std::uint32_t u16(const unsigned char* p) { return static_cast<std::uint32_t>(p[0] | (p[1] << 8)); }
@@ -107,6 +109,8 @@ inline void verify_record_crc(const std::unordered_map<std::string, std::uint32_
                           " (flipped bytes on disk?); restore the file or resume from another checkpoint");
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_CHECKPOINT_ZIP_CRC_HPP

@@ -13,7 +13,9 @@
 #include <curl/curl.h>
 #endif
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 #ifdef DTL_WITH_CLUSTER
 
@@ -144,6 +146,8 @@ DTL_INLINE HttpResponse HttpClient::request(std::string_view, const std::string&
 
 #endif
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_CLUSTER_HTTP_INL_HPP

@@ -13,7 +13,9 @@
 #include <string_view>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// Whether this dtl was built with the cluster client (libcurl).
 #ifdef DTL_WITH_CLUSTER
@@ -67,7 +69,9 @@ class HttpClient {
   std::string connect_to_;   // cert_name:port:host:port, when cert_name is set
 };
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
 #include <dtl/cluster/http-inl.hpp>

@@ -11,9 +11,12 @@
 #include <iterator>
 #include <sstream>
 #include <string_view>
+#include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 namespace cluster_env {
 
@@ -105,68 +108,97 @@ DTL_INLINE ExperimentConfig cluster_experiment_config(nlohmann::json expconf) {
   return cfg;
 }
 
-DTL_INLINE std::optional<ClusterInfo> cluster_info_from_environment() {
-  using cluster_env::get;
-  // The variables Determined's task spec sets (master/pkg/tasks); prep_container writes the same
-  // into /run/determined/info, read when the variables are absent (a custom launcher).
+namespace cluster_env {
+
+/// The variables Determined's task spec sets (master/pkg/tasks), each with its key in the files
+/// prep_container writes under /run/determined/info.
+inline constexpr std::pair<const char*, const char*> trial_variables[] = {
+    {"DET_MASTER", "master_url"},
+    {"DET_SESSION_TOKEN", "session_token"},
+    {"DET_TASK_ID", "task_id"},
+    {"DET_ALLOCATION_ID", "allocation_id"},
+    {"DET_TRIAL_ID", "trial_id"},
+    {"DET_TRIAL_RUN_ID", "trial_run_id"},
+    {"DET_EXPERIMENT_ID", "experiment_id"},
+    {"DET_TRIAL_SEED", "trial_seed"},
+    {"DET_HPARAMS", "hparams"},
+    {"DET_EXPERIMENT_CONFIG", "config"},
+    {"DET_STEPS_COMPLETED", "steps_completed"},
+};
+
+/// The trial_variables that are set, under their keys; `missing` gets the names of the others.
+inline nlohmann::json read_variables(std::vector<std::string>& missing) {
   nlohmann::json v = nlohmann::json::object();
-  const std::vector<std::pair<const char*, const char*>> names = {
-      {"DET_MASTER", "master_url"},          {"DET_SESSION_TOKEN", "session_token"},
-      {"DET_TASK_ID", "task_id"},            {"DET_ALLOCATION_ID", "allocation_id"},
-      {"DET_TRIAL_ID", "trial_id"},          {"DET_TRIAL_RUN_ID", "trial_run_id"},
-      {"DET_EXPERIMENT_ID", "experiment_id"}, {"DET_TRIAL_SEED", "trial_seed"},
-      {"DET_HPARAMS", "hparams"},            {"DET_EXPERIMENT_CONFIG", "config"},
-      {"DET_STEPS_COMPLETED", "steps_completed"}};
-  std::vector<std::string> present, missing;
-  for (const auto& [env, key] : names) {
-    if (const char* value = get(env)) {
+  for (const auto& [env, key] : trial_variables) {
+    if (const char* value = get(env))
       v[key] = value;
-      present.emplace_back(env);
-    } else {
+    else
       missing.emplace_back(env);
-    }
   }
-  if (!get("DET_MASTER") && !get("DET_TRIAL_ID")) {
-    const std::filesystem::path info = "/run/determined/info";
-    std::error_code ec;
-    if (!std::filesystem::exists(info / "cluster.json", ec)) return std::nullopt;
-    const auto cluster = cluster_env::parse(cluster_env::read_text(info / "cluster.json"), (info / "cluster.json").string());
-    const auto trial = cluster_env::parse(cluster_env::read_text(info / "trial.json"), (info / "trial.json").string());
-    if (cluster.value("task_type", "") != "TRIAL") return std::nullopt;  // a notebook, a command
-    v = nlohmann::json::object();
-    for (auto k : {"master_url", "session_token", "task_id", "allocation_id"})
-      if (cluster.contains(k)) v[k] = cluster[k];
-    if (cluster.contains("latest_checkpoint") && cluster["latest_checkpoint"].is_string())
-      v["latest_checkpoint"] = cluster["latest_checkpoint"];
-    for (auto k : {"trial_id", "trial_run_id", "experiment_id", "trial_seed", "hparams", "config", "steps_completed"})
-      if (trial.contains(k)) v[k] = trial[k];
-    if (!trial.contains("trial_run_id") && trial.contains("_trial_run_id")) v["trial_run_id"] = trial["_trial_run_id"];
-    missing.clear();
-    for (const auto& [env, key] : names)
-      if (!v.contains(key)) missing.emplace_back(std::string(key) + " (in " + info.string() + ")");
-  } else if (const char* t = get("DET_TASK_TYPE"); t && std::string_view(t) != "TRIAL") {
-    return std::nullopt;  // a notebook or command on the cluster runs like a local program
-  }
-  if (!missing.empty()) {
-    std::string list;
-    for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
-    throw ConfigError("dtl: this looks like a Determined trial container (DET_MASTER or DET_TRIAL_ID is set), but " +
-                      list +
-                      " is missing; run the trial as the experiment's entrypoint, or unset DET_MASTER and "
-                      "DET_TRIAL_ID to train outside the cluster");
-  }
-  ClusterInfo out;
-  auto str = [&](const char* k) { return v[k].is_string() ? v[k].get<std::string>() : v[k].dump(); };
-  out.master_url = str("master_url");
-  while (!out.master_url.empty() && out.master_url.back() == '/') out.master_url.pop_back();
-  if (out.master_url.find("://") == std::string::npos) out.master_url = "http://" + out.master_url;
-  check_master_url(out.master_url, str("master_url"));
-  out.session_token = str("session_token");
+  return v;
+}
+
+/// The same values from prep_container's files, for a custom launcher that sets no variables;
+/// none when there are no files or they describe no trial. `missing` becomes the keys they lack.
+inline std::optional<nlohmann::json> read_info_files(std::vector<std::string>& missing) {
+  const std::filesystem::path info = "/run/determined/info";
+  std::error_code ec;
+  if (!std::filesystem::exists(info / "cluster.json", ec)) return std::nullopt;
+  const auto cluster =
+      cluster_env::parse(cluster_env::read_text(info / "cluster.json"), (info / "cluster.json").string());
+  const auto trial = cluster_env::parse(cluster_env::read_text(info / "trial.json"), (info / "trial.json").string());
+  if (cluster.value("task_type", "") != "TRIAL") return std::nullopt;  // a notebook, a command
+  nlohmann::json v = nlohmann::json::object();
+  for (auto k : {"master_url", "session_token", "task_id", "allocation_id"})
+    if (cluster.contains(k)) v[k] = cluster[k];
+  if (cluster.contains("latest_checkpoint") && cluster["latest_checkpoint"].is_string())
+    v["latest_checkpoint"] = cluster["latest_checkpoint"];
+  for (auto k : {"trial_id", "trial_run_id", "experiment_id", "trial_seed", "hparams", "config", "steps_completed"})
+    if (trial.contains(k)) v[k] = trial[k];
+  if (!trial.contains("trial_run_id") && trial.contains("_trial_run_id")) v["trial_run_id"] = trial["_trial_run_id"];
+  missing.clear();
+  for (const auto& [env, key] : trial_variables)
+    if (!v.contains(key)) missing.emplace_back(std::string(key) + " (in " + info.string() + ")");
+  return v;
+}
+
+/// A trial container must set every value; `missing` names those it lacks.
+inline void require_all(const std::vector<std::string>& missing) {
+  if (missing.empty()) return;
+  std::string list;
+  for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+  throw ConfigError("dtl: this looks like a Determined trial container (DET_MASTER or DET_TRIAL_ID is set), but " +
+                    list +
+                    " is missing; run the trial as the experiment's entrypoint, or unset DET_MASTER and "
+                    "DET_TRIAL_ID to train outside the cluster");
+}
+
+/// The master's address as requests use it: without a trailing '/', http:// unless it names a
+/// scheme; checked.
+inline std::string master_address(const std::string& given) {
+  std::string url = given;
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  if (url.find("://") == std::string::npos) url = "http://" + url;
+  check_master_url(url, given);
+  return url;
+}
+
+/// DET_SESSION_TOKEN, which must hold no control character.
+inline void check_session_token(const std::string& token) {
   // A control character (CR/LF) in the token would become another header line of every request.
-  for (std::size_t i = 0; i < out.session_token.size(); ++i)
-    if (const auto c = static_cast<unsigned char>(out.session_token[i]); c < 0x20 || c == 0x7f)
+  for (std::size_t i = 0; i < token.size(); ++i)
+    if (const auto c = static_cast<unsigned char>(token[i]); c < 0x20 || c == 0x7f)
       throw ConfigError("dtl: DET_SESSION_TOKEN holds a control character (byte " + std::to_string(c) + " at position " +
                         std::to_string(i) + "), which no token the master issues does; check how the environment was set");
+}
+
+/// The trial's ClusterInfo from its values (every key of trial_variables present), each checked.
+inline ClusterInfo cluster_info_from_values(nlohmann::json v) {
+  ClusterInfo out;
+  auto str = [&](const char* k) { return v[k].is_string() ? v[k].get<std::string>() : v[k].dump(); };
+  out.master_url = master_address(str("master_url"));
+  out.session_token = str("session_token");
+  check_session_token(out.session_token);
   out.task_id = str("task_id");
   out.allocation_id = str("allocation_id");
   out.trial_id = cluster_env::to_int(v["trial_id"], "DET_TRIAL_ID");
@@ -191,6 +223,25 @@ DTL_INLINE std::optional<ClusterInfo> cluster_info_from_environment() {
   if (const char* c = get("DET_MASTER_CERT_FILE")) out.cert_file = c;
   if (const char* c = get("DET_MASTER_CERT_NAME")) out.cert_name = c;
   return out;
+}
+
+}  // namespace cluster_env
+
+DTL_INLINE std::optional<ClusterInfo> cluster_info_from_environment() {
+  using cluster_env::get;
+  // The variables first; prep_container writes the same into /run/determined/info, read when the
+  // variables are absent (a custom launcher).
+  std::vector<std::string> missing;
+  nlohmann::json v = cluster_env::read_variables(missing);
+  if (!get("DET_MASTER") && !get("DET_TRIAL_ID")) {
+    auto from_files = cluster_env::read_info_files(missing);
+    if (!from_files) return std::nullopt;
+    v = std::move(*from_files);
+  } else if (const char* t = get("DET_TASK_TYPE"); t && std::string_view(t) != "TRIAL") {
+    return std::nullopt;  // a notebook or command on the cluster runs like a local program
+  }
+  cluster_env::require_all(missing);
+  return cluster_env::cluster_info_from_values(std::move(v));
 }
 
 DTL_INLINE void check_master_url(const std::string& url, const std::string& given) {
@@ -246,6 +297,8 @@ DTL_INLINE std::string url_segment(std::string_view s) {
   return out;
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_CLUSTER_INFO_INL_HPP

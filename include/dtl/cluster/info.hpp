@@ -17,7 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// A Determined trial's identity and settings, as its master hands them to the container
 /// (Determined's `det.get_cluster_info()`). dtl::init reads it; `ctx.cluster_info()` returns it
@@ -70,6 +71,7 @@ DTL_INLINE std::string url_segment(std::string_view s);
 DTL_INLINE ExperimentConfig cluster_experiment_config(nlohmann::json expconf);
 
 }  // namespace detail
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB

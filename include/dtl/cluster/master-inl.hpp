@@ -14,7 +14,9 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 DTL_INLINE MasterOptions master_options_from_environment() {
   MasterOptions o;
@@ -396,6 +398,8 @@ DTL_INLINE void MasterSession::poll_loop() {
   }
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_CLUSTER_MASTER_INL_HPP

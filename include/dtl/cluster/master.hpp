@@ -28,7 +28,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 struct MasterOptions {
   /// How long the master may stay unreachable (or answer 5xx) before the run fails with a
@@ -154,7 +156,9 @@ class MasterSession {
   std::condition_variable sleep_cv_;
 };
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
 #include <dtl/cluster/master-inl.hpp>

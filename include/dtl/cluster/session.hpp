@@ -5,11 +5,12 @@
 #ifndef DTL_CLUSTER_SESSION_HPP
 #define DTL_CLUSTER_SESSION_HPP
 
-#include <dtl/checkpoint/checkpoint.hpp>
+#include <dtl/detail/file_io.hpp>
 #include <dtl/checkpoint/store.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/cluster/info.hpp>
 #include <dtl/cluster/master.hpp>
+#include <dtl/environment.hpp>
 #include <dtl/log/metrics_sink.hpp>
 #include <dtl/stop_source.hpp>
 
@@ -20,7 +21,9 @@
 #include <string>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// One trial container's link to its master: the info every rank reads, and on the chief the
 /// MasterSession (the run started with the master, the preemption watch running).
@@ -306,12 +309,6 @@ class ClusterPreemption final : public StopSource {
 };
 
 /// The seams a cluster trial adds to every fit.
-struct EnvironmentSeams {
-  std::vector<std::shared_ptr<MetricsSink>> sinks;
-  std::vector<std::shared_ptr<StopSource>> stop_sources;
-  std::shared_ptr<CheckpointStore> store;  ///< null: the run directory's
-};
-
 inline EnvironmentSeams environment_seams(const std::shared_ptr<ClusterSession>& cluster) {
   if (!cluster) return {};
   return {.sinks = {std::make_shared<ClusterMetrics>(cluster)},
@@ -319,6 +316,8 @@ inline EnvironmentSeams environment_seams(const std::shared_ptr<ClusterSession>&
           .store = std::make_shared<ClusterStore>(cluster)};
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_CLUSTER_SESSION_HPP

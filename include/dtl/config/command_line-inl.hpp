@@ -6,7 +6,8 @@
 
 #include <dtl/config/command_line.hpp>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 DTL_INLINE std::string CommandLine::usage(std::string_view program) {
   std::string text = "usage: " + std::string(program.empty() ? "<program>" : program) +
@@ -44,9 +45,12 @@ DTL_INLINE std::string CommandLine::usage(std::string_view program) {
   return text;
 }
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 DTL_INLINE void throw_bad_value(std::string_view flag, const std::string& what) {
   throw ConfigError("invalid value for '" + std::string(flag) + "': " + what);
@@ -130,9 +134,85 @@ DTL_INLINE void throw_positional(std::string_view arg) {
   throw ConfigError("unexpected argument '" + text + "'" + hint + "; dtl programs take flags only, see --help");
 }
 
-}  // namespace dtl::detail
+/// A flag given without its value: the error shows one for that flag.
+[[noreturn]] DTL_INLINE void throw_missing_value(std::string_view flag) {
+  static constexpr std::pair<std::string_view, std::string_view> examples[] = {{"--config", "experiment.yaml"},
+                                                                               {"--hparams", "hparams.json"},
+                                                                               {"--hparam", "lr=0.1"},
+                                                                               {"--max-length", "epochs=1"},
+                                                                               {"--run-dir", "runs/mnist"},
+                                                                               {"--resume", "latest"},
+                                                                               {"--seed", "42"},
+                                                                               {"--device", "cuda:0"},
+                                                                               {"--scheduling-unit", "100"}};
+  std::string_view example = "VALUE";
+  for (const auto& [name, sample] : examples) {
+    if (name == flag) example = sample;
+  }
+  throw ConfigError("missing value for '" + std::string(flag) + "'; write e.g. " + std::string(flag) + " " +
+                    std::string(example));
+}
 
-namespace dtl::inline DTL_ABI {
+/// The value of `flag`: its `=VALUE`, else the next argument (`i` then moves past it) unless
+/// that is another flag. A missing or empty value is an error.
+DTL_INLINE std::string_view flag_value(std::string_view flag, std::optional<std::string_view> inline_value,
+                                       const std::vector<std::string_view>& args, std::size_t& i) {
+  std::string_view value;
+  if (inline_value) {
+    value = *inline_value;
+  } else if (i + 1 < args.size() && !args[i + 1].starts_with("--")) {
+    value = args[++i];
+  } else {
+    throw_missing_value(flag);
+  }
+  if (value.empty()) {
+    throw ConfigError("empty value for '" + std::string(flag) + "'; give it a value, e.g. " + std::string(flag) +
+                      (flag == "--seed"         ? " 42"
+                       : flag == "--max-length" ? " epochs=1"
+                                                : " VALUE"));
+  }
+  return value;
+}
+
+/// `--scheduling-unit N`: a positive number of batches.
+DTL_INLINE std::int64_t parse_scheduling_unit_flag(std::string_view value) {
+  std::int64_t n = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (!is_decimal_digits(value) || ec != std::errc() || end != value.data() + value.size() || n < 1)
+    throw_bad_value("--scheduling-unit", "'" + std::string(value) +
+                                             "' is not a positive number of batches; write e.g. --scheduling-unit 100");
+  return n;
+}
+
+/// Records `flag`'s value in `result`.
+DTL_INLINE void set_flag(CommandLine& result, std::string_view flag, std::string_view value) {
+  if (flag == "--config") {
+    result.config = std::filesystem::path(value);
+  } else if (flag == "--hparams") {
+    result.hparams_file = std::filesystem::path(value);
+  } else if (flag == "--run-dir") {
+    result.run_dir = std::filesystem::path(value);
+  } else if (flag == "--resume") {
+    result.resume = std::string(value);
+  } else if (flag == "--hparam") {
+    result.hparam_overrides.push_back(parse_hparam_flag(value));
+  } else if (flag == "--max-length") {
+    result.max_length = parse_length_flag(value);
+  } else if (flag == "--seed") {
+    result.seed = parse_seed_flag(value);
+  } else if (flag == "--device") {
+    result.device = std::string(value);
+  } else if (flag == "--scheduling-unit") {
+    result.scheduling_unit = parse_scheduling_unit_flag(value);
+  }
+}
+
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
+
+namespace dtl {
+inline namespace DTL_ABI {
 
 DTL_INLINE CommandLine parse_command_line(int argc, const char* const* argv) {
   CommandLine result;
@@ -176,63 +256,12 @@ DTL_INLINE CommandLine parse_command_line(int argc, const char* const* argv) {
       }
       seen.push_back(flag);
     }
-    std::string_view value;
-    if (inline_value) {
-      value = *inline_value;
-    } else if (i + 1 < args.size() && !args[i + 1].starts_with("--")) {
-      value = args[++i];
-    } else {
-      static constexpr std::pair<std::string_view, std::string_view> examples[] = {{"--config", "experiment.yaml"},
-                                                                                   {"--hparams", "hparams.json"},
-                                                                                   {"--hparam", "lr=0.1"},
-                                                                                   {"--max-length", "epochs=1"},
-                                                                                   {"--run-dir", "runs/mnist"},
-                                                                                   {"--resume", "latest"},
-                                                                                   {"--seed", "42"},
-                                                                                   {"--device", "cuda:0"},
-                                                                                   {"--scheduling-unit", "100"}};
-      std::string_view example = "VALUE";
-      for (const auto& [name, sample] : examples) {
-        if (name == flag) example = sample;
-      }
-      throw ConfigError("missing value for '" + std::string(flag) + "'; write e.g. " + std::string(flag) + " " +
-                        std::string(example));
-    }
-    if (value.empty()) {
-      throw ConfigError("empty value for '" + std::string(flag) + "'; give it a value, e.g. " + std::string(flag) +
-                        (flag == "--seed"         ? " 42"
-                         : flag == "--max-length" ? " epochs=1"
-                                                  : " VALUE"));
-    }
-
-    if (flag == "--config") {
-      result.config = std::filesystem::path(value);
-    } else if (flag == "--hparams") {
-      result.hparams_file = std::filesystem::path(value);
-    } else if (flag == "--run-dir") {
-      result.run_dir = std::filesystem::path(value);
-    } else if (flag == "--resume") {
-      result.resume = std::string(value);
-    } else if (flag == "--hparam") {
-      result.hparam_overrides.push_back(detail::parse_hparam_flag(value));
-    } else if (flag == "--max-length") {
-      result.max_length = detail::parse_length_flag(value);
-    } else if (flag == "--seed") {
-      result.seed = detail::parse_seed_flag(value);
-    } else if (flag == "--device") {
-      result.device = std::string(value);
-    } else if (flag == "--scheduling-unit") {
-      std::int64_t n = 0;
-      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (!detail::is_decimal_digits(value) || ec != std::errc() || end != value.data() + value.size() || n < 1)
-        detail::throw_bad_value(flag, "'" + std::string(value) +
-                                          "' is not a positive number of batches; write e.g. --scheduling-unit 100");
-      result.scheduling_unit = n;
-    }
+    detail::set_flag(result, flag, detail::flag_value(flag, inline_value, args, i));
   }
   return result;
 }
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_CONFIG_COMMAND_LINE_INL_HPP

@@ -21,7 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// What the command line asked for; unset members were not given. Command-line values
 /// override the config file, which overrides code; `hparam_overrides` apply last, in order.
@@ -52,9 +53,12 @@ struct CommandLine {
   DTL_INLINE static std::string usage(std::string_view program);
 };
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 inline constexpr std::array<std::string_view, 11> command_line_flags = {
     "--config", "--hparams", "--hparam",    "--max-length",      "--run-dir", "--resume",
@@ -75,9 +79,12 @@ DTL_INLINE std::uint64_t parse_seed_flag(std::string_view value);
 
 [[noreturn]] DTL_INLINE void throw_positional(std::string_view arg);
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// Parses the dtl command line (see CommandLine::usage): `--flag value` and `--flag=value` both
 /// work. `--help` (or `-h`) anywhere wins over everything else, so a broken command line can
@@ -90,6 +97,7 @@ namespace dtl::inline DTL_ABI {
 ///     }
 DTL_INLINE CommandLine parse_command_line(int argc, const char* const* argv);
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB

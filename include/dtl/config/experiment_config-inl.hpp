@@ -9,7 +9,9 @@
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 DTL_INLINE std::optional<LengthSpec::Unit> unit_from_name(std::string_view name) {
   for (std::size_t i = 0; i < length_unit_names.size(); ++i) {
@@ -375,9 +377,12 @@ DTL_INLINE std::optional<LengthSpec> config_length(const nlohmann::json& root, s
   return LengthSpec{*unit, *n};
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 DTL_INLINE nlohmann::json ExperimentConfig::hyperparameters() const {
   const nlohmann::json* section = detail::config_find(raw, source, {"hyperparameters"});
@@ -454,9 +459,12 @@ DTL_INLINE std::int64_t ExperimentConfig::slots_per_trial() const {
   return detail::config_int(raw, source, {"resources", "slots_per_trial"}, 1).value_or(1);
 }
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 DTL_INLINE void validate_experiment_config(const ExperimentConfig& config) {
   const nlohmann::json& raw = config.raw;
@@ -521,9 +529,12 @@ DTL_INLINE void validate_experiment_config(const ExperimentConfig& config) {
   (void)config.slots_per_trial();
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 DTL_INLINE ExperimentConfig parse_experiment_config(std::string_view text, std::string_view source_name) {
   ExperimentConfig config;
@@ -542,6 +553,7 @@ DTL_INLINE nlohmann::json load_hparams_file(const std::filesystem::path& path) {
   return detail::parse_top_level_mapping(text, path.string(), "'lr: 0.1'");
 }
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_CONFIG_EXPERIMENT_CONFIG_INL_HPP

@@ -30,7 +30,8 @@
 
 #include <nlohmann/json.hpp>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// A training length or period in one of Determined's units, as written in a config
 /// (`max_length: {epochs: 3}`) or on the command line (`--max-length epochs=3`).
@@ -44,9 +45,12 @@ struct LengthSpec {
   friend bool operator==(const LengthSpec&, const LengthSpec&) = default;
 };
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// The largest trial seed: it also seeds the samplers' numpy RandomState, whose range is
 /// [0, 2^32 - 1] (read where the seed is given: --seed, experiment_seed, InitOptions.seed).
@@ -135,9 +139,12 @@ inline constexpr std::array<std::string_view, 34> experiment_config_keys = {
 
 inline constexpr std::array<std::string_view, 3> checkpoint_policies = {"best", "all", "none"};
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// An experiment config in Determined's format. `raw` is the whole document as JSON (YAML
 /// scalars typed by YAML 1.2's core schema); the accessors read the parts a local run uses and
@@ -201,16 +208,22 @@ struct ExperimentConfig {
   DTL_INLINE std::int64_t slots_per_trial() const;
 };
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// Checks every key dtl knows the shape of, so a bad config fails before any work starts.
 DTL_INLINE void validate_experiment_config(const ExperimentConfig& config);
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// Parses and checks an experiment config given as text: YAML, or strict JSON when
 /// `source_name` ends in `.json`. `source_name` starts every error message, e.g. the file name.
@@ -230,6 +243,7 @@ DTL_INLINE ExperimentConfig load_experiment_config(const std::filesystem::path& 
 ///     nlohmann::json hp = dtl::load_hparams_file("hparams.json");   // {"lr": 0.1, ...}
 DTL_INLINE nlohmann::json load_hparams_file(const std::filesystem::path& path);
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB

@@ -6,7 +6,9 @@
 
 #include <dtl/config/hparams.hpp>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 DTL_INLINE std::string describe_json(const nlohmann::json& value) {
   const auto shown = [&] {
@@ -328,6 +330,8 @@ DTL_INLINE std::vector<std::string> search_space_notes(const nlohmann::json& sec
   return out;
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_CONFIG_HPARAMS_INL_HPP

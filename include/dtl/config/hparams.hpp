@@ -22,7 +22,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// How an error message names a JSON value: its kind, and the value itself when short, so the
 /// user sees what dtl saw ("a string (\"abc\")", "an integer (3)", "an empty mapping").
@@ -194,7 +196,9 @@ DTL_INLINE nlohmann::json resolve_hparam_value(const nlohmann::json& value, std:
 DTL_INLINE std::vector<std::string> search_space_notes(const nlohmann::json& section,
                                                        const nlohmann::json& final_hparams, std::string_view source);
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
 #include <dtl/config/hparams-inl.hpp>

@@ -21,7 +21,8 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 namespace detail {
 
 template <class T>
@@ -183,6 +184,7 @@ template <class T>
   }
 }
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_DATA_BATCH_HPP

@@ -15,7 +15,8 @@
 #include <type_traits>
 #include <vector>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 /// torch's `default_collate` for C++ example types.
 ///   Tensor            -> stacked Tensor (new leading dimension)
 ///   arithmetic        -> 1-d Tensor (int64 for integers, float64 for floating point)
@@ -89,6 +90,7 @@ struct DefaultCollate {
   }
 };
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_DATA_COLLATE_HPP

@@ -34,7 +34,8 @@
 #include <variant>
 #include <vector>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// DataLoader settings (torch.utils.data.DataLoader's names).
 struct DataLoaderOptions {
@@ -480,6 +481,7 @@ template <class D, class BatchSampler, class Collate = DefaultCollate>
 DataLoader(D, BatchSampler, DataLoaderOptions = {}, Collate = {}) -> DataLoader<D, Collate, BatchSampler>;
 // clang-format on
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_DATA_DATA_LOADER_HPP

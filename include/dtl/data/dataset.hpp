@@ -18,7 +18,8 @@
 #include <type_traits>
 #include <utility>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// A map-style dataset: `size()` examples, `get(i)` returns example i (any collatable type).
 /// Copies should be cheap (hold tensors or a shared_ptr): loaders keep one by value.
@@ -131,6 +132,7 @@ class MapDataset {
   Fn fn_;
 };
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_DATA_DATASET_HPP

@@ -22,7 +22,8 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 namespace detail {
 
@@ -149,6 +150,7 @@ inline TensorDataset<2> load_mnist(const std::filesystem::path& dir, MnistSplit 
   return TensorDataset(std::move(x), labels.to(torch::kInt64));
 }
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_DATA_IDX_HPP

@@ -23,7 +23,9 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// Runs `Loader::fetch(indices)` on worker threads (torch-free itself, so it can be tested under
 /// ThreadSanitizer, which LibTorch is not built for). `Loader` needs `batch_type` and a `fetch`
@@ -150,6 +152,8 @@ class Prefetcher {
   std::int64_t taken_ = 0;            // owner thread only
 };
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_DATA_PREFETCHER_HPP

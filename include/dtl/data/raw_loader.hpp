@@ -21,7 +21,8 @@
 #include <type_traits>
 #include <utility>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// What the Trainer needs from a loader to repeat, shard and skip it reproducibly: dtl::DataLoader.
 /// (adapt_evaluation is used only on validation loaders; checking it here would instantiate it for
@@ -121,6 +122,7 @@ std::int64_t epoch_length(L& loader, std::int64_t /*world*/) {
 }
 
 }  // namespace detail
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_DATA_RAW_LOADER_HPP

@@ -23,7 +23,9 @@
 
 #define DTL_ABI_NAME2(mode, torch) v0_##mode##_torch##torch
 #define DTL_ABI_NAME(mode, torch) DTL_ABI_NAME2(mode, torch)
-/// The inline namespace's name: `namespace dtl::inline DTL_ABI { ... }`.
+/// The inline namespace's name: `namespace dtl { inline namespace DTL_ABI { ... } }`. Headers open
+/// it one namespace a line, not in C++20's `namespace dtl::inline DTL_ABI {`, which tag-based code
+/// tools (ctags) cannot parse (tests/tools/ctags_test.sh).
 #define DTL_ABI DTL_ABI_NAME(DTL_ABI_MODE, DTL_ABI_TORCH)
 #define DTL_ABI_STR2(x) #x
 #define DTL_ABI_STR(x) DTL_ABI_STR2(x)

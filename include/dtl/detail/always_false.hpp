@@ -4,9 +4,13 @@
 
 #include <dtl/detail/abi.hpp>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 template <class...>
 inline constexpr bool always_false = false;
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_DETAIL_ALWAYS_FALSE_HPP

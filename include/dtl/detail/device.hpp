@@ -14,7 +14,9 @@
 #include <optional>
 #include <string>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// Whether this program was built with dtl's CUDA paths (meson -Dcuda=true, DTL_WITH_CUDA).
 inline constexpr bool built_with_cuda =
@@ -61,6 +63,8 @@ inline std::optional<torch::Device> rng_cuda_device(const torch::Device& trial_d
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % count));
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_DETAIL_DEVICE_HPP

@@ -14,7 +14,9 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// Optimal-string-alignment distance (Levenshtein plus adjacent transpositions), ignoring ASCII
 /// case: `--max-lenght` is one edit from `--max-length`, `--Seed` none from `--seed`.
@@ -78,6 +80,8 @@ std::string did_you_mean(std::string_view word, Candidates&& candidates) {
   return match ? " (did you mean '" + *match + "'?)" : std::string();
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_DETAIL_DID_YOU_MEAN_HPP

@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <string>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 [[nodiscard]] inline std::string fixed(double v, int digits) {
   char buf[64];
@@ -15,6 +17,8 @@ namespace dtl::inline DTL_ABI::detail {
   return buf;
 }
 
-}  // namespace dtl::inline DTL_ABI::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_DETAIL_FIXED_HPP

@@ -14,7 +14,9 @@
 #include <optional>
 #include <string_view>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// `v` as JSON that survives a text round trip: a number, or "inf", "-inf", "nan".
 inline nlohmann::json float_to_json(double v) {
@@ -31,6 +33,8 @@ inline std::optional<double> non_finite_from_string(std::string_view s) {
   return std::nullopt;
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_DETAIL_JSON_FLOAT_HPP

@@ -13,7 +13,9 @@
 #include <cstddef>
 #include <span>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// numpy's `pairwise_sum` for one buffer, accumulating in T.
 template <class T>
@@ -55,6 +57,8 @@ T numpy_mean(std::span<const T> a, std::size_t buffer) {
   return numpy_sum(a, buffer) / static_cast<T>(a.size());
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_DETAIL_NUMPY_MEAN_HPP

@@ -19,7 +19,9 @@
 #include <filesystem>
 #include <string>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 class RunDirLock {
  public:
@@ -72,6 +74,8 @@ class RunDirLock {
   int fd_ = -1;
 };
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_DETAIL_RUN_DIR_LOCK_HPP

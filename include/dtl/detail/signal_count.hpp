@@ -7,7 +7,9 @@
 
 #include <atomic>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// Lock-free, so the signal handler may add to it.
 inline std::atomic<int>& stop_signal_count() noexcept {
@@ -16,6 +18,8 @@ inline std::atomic<int>& stop_signal_count() noexcept {
   return n;
 }
 
-}  // namespace dtl::inline DTL_ABI::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_DETAIL_SIGNAL_COUNT_HPP

@@ -31,7 +31,10 @@
 
 #define DTL_TORCH_2 (TORCH_VERSION_MAJOR >= 2)
 
-namespace dtl::inline DTL_ABI::detail::compat {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
+namespace compat {
 
 /// What runs collectives. In 2.x a process group dispatches to per-device backends and
 /// ProcessGroupGloo/ProcessGroupNCCL are such backends (c10d::Backend); in 1.13 they are process
@@ -207,6 +210,9 @@ inline constexpr bool plateau_last_lr_from_start = DTL_TORCH_2;
 /// more than 8192 batches).
 inline constexpr std::size_t numpy_sum_buffer = DTL_TORCH_2 ? 0 : 8192;
 
-}  // namespace dtl::detail::compat
+}  // namespace compat
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_DETAIL_TORCH_COMPAT_HPP

@@ -6,7 +6,9 @@
 
 #include <dtl/distributed/data_parallel.hpp>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 namespace {
 /// `a` vs the chief's `b` (two JSON mappings), as "k = v (rank 0: w)" for each key that differs.
@@ -325,6 +327,8 @@ DTL_INLINE bool GradientSynchronizer::all_ready() const {
   return true;
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_DISTRIBUTED_DATA_PARALLEL_INL_HPP

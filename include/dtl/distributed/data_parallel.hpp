@@ -31,7 +31,8 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// DDP's options, as `wrap_model(model, {...})` takes them.
 ///   model_ = ctx.wrap_model(Net{}, {.find_unused_parameters = true});
@@ -146,6 +147,7 @@ class GradientSynchronizer {
 };
 
 }  // namespace detail
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB

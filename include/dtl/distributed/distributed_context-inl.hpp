@@ -23,7 +23,8 @@ static_assert(DTL_HAS_DISTRIBUTED_DEFINES, DTL_DIAG_MISSING_DISTRIBUTED_DEFINES)
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 DTL_INLINE DistributedContext::DistributedContext(DistributedOptions o) {
   o.validate();
@@ -200,6 +201,7 @@ DTL_INLINE std::vector<std::uint8_t> DistributedContext::broadcast_bytes(std::ve
   return std::vector<std::uint8_t>(p, p + n);
 }
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_DISTRIBUTED_DISTRIBUTED_CONTEXT_INL_HPP

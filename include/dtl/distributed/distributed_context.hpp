@@ -31,7 +31,8 @@
 #include <thread>
 #include <vector>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 namespace detail {
 
@@ -253,6 +254,7 @@ class DistributedContext {
   std::shared_ptr<detail::Communicator> comm_;
 };
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB

@@ -13,7 +13,9 @@
 #include <stdexcept>
 #include <string>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 DTL_INLINE TrainingReport reduce_training_workload(const MetricCollector& collector,
                                                    std::vector<WrappedReducer>& reducers, std::int64_t& records,
@@ -93,6 +95,8 @@ DTL_INLINE MetricsJson reduce_validation(const MetricCollector& collector, const
   return metrics;
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_DISTRIBUTED_METRIC_REDUCTION_INL_HPP

@@ -14,7 +14,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// A training workload: every rank's per-batch metrics averaged (float32 metrics in float32, as
 /// numpy does, when they are float32 on every rank) and the reducers flagged for training.
@@ -30,7 +32,9 @@ DTL_INLINE TrainingReport reduce_training_workload(const MetricCollector& collec
 DTL_INLINE MetricsJson reduce_validation(const MetricCollector& collector, const EvaluationReducer& er,
                                          std::vector<WrappedReducer>& reducers, const DistributedContext& dist);
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
 #include <dtl/distributed/metric_reduction-inl.hpp>

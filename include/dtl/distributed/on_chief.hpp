@@ -14,7 +14,9 @@
 #include <string>
 #include <utility>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// Runs `f` (returning JSON) on the chief and hands its result to every rank; an error on the
 /// chief is rethrown on every rank (same kind, same message). The others wait for as long as the
@@ -52,6 +54,8 @@ nlohmann::ordered_json on_chief(const DistributedContext& dist, F&& f, const std
   return std::move(packed["result"]);
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_DISTRIBUTED_ON_CHIEF_HPP

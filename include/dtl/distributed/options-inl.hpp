@@ -6,7 +6,8 @@
 
 #include <dtl/distributed/options.hpp>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 DTL_INLINE void DistributedOptions::validate() {
   if (local_rank < 0) local_rank = rank;
@@ -27,9 +28,12 @@ DTL_INLINE void DistributedOptions::validate() {
   if (timeout.count() <= 0) bad("the timeout must be positive");
 }
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 DTL_INLINE std::optional<std::int64_t> env_int(const std::function<const char*(const char*)>& get, const char* name) {
   const char* v = get(name);
@@ -83,6 +87,8 @@ DTL_INLINE std::optional<DistributedOptions> distributed_options_from_environmen
   return distributed_options_from([](const char* n) -> const char* { return std::getenv(n); });
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_DISTRIBUTED_OPTIONS_INL_HPP

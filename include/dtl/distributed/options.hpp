@@ -13,7 +13,8 @@
 #include <optional>
 #include <string>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// Which c10d backend carries the collectives on the model's tensors. Gloo always carries the
 /// CPU ones (metrics, objects, barriers).
@@ -64,6 +65,7 @@ DTL_INLINE std::optional<DistributedOptions> distributed_options_from(
 DTL_INLINE std::optional<DistributedOptions> distributed_options_from_environment();
 
 }  // namespace detail
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB

@@ -9,7 +9,8 @@
 
 #include <cstdint>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// One report, as every destination receives it: on the chief, at a workload boundary (never per
 /// batch), after the metrics were reduced across ranks.
@@ -37,7 +38,7 @@ struct MetricsRecord {
 enum class RunPhase { training, validating, checkpointing };
 
 /// A destination of reported metrics. Add one with `Trainer::add_metrics_sink`; dtl's own are
-/// wired in detail::default_metrics_sinks (log/reporter.hpp).
+/// wired in detail::Reporter's constructor (log/reporter-inl.hpp).
 ///   struct Collect : dtl::MetricsSink {
 ///     std::vector<double> losses;
 ///     void report(const dtl::MetricsRecord& r) override {
@@ -59,6 +60,7 @@ class MetricsSink {
   virtual void flush() {}
 };
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_LOG_METRICS_SINK_HPP

@@ -28,7 +28,9 @@
 #define DTL_PROGRESS_HAS_ISATTY 1
 #endif
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// Whether `stream` is an interactive terminal that honours `\r` and ANSI "erase to end of line".
 inline bool stream_is_tty(std::FILE* stream) noexcept {
@@ -379,7 +381,9 @@ class BasicProgressLine {
 /// The progress line the trainer uses: steady_clock time.
 using ProgressLine = BasicProgressLine<>;
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #undef DTL_PROGRESS_HAS_ISATTY
 

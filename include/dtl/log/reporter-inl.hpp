@@ -6,7 +6,9 @@
 
 #include <dtl/log/reporter.hpp>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 DTL_INLINE ScalarMetrics scalar_metrics(const MetricsJson& metrics) {
   ScalarMetrics out;
@@ -187,6 +189,8 @@ DTL_INLINE void Console::print(const std::string& line) {
     std::cout << line << std::endl;
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_LOG_REPORTER_INL_HPP

@@ -26,7 +26,9 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// Host scalars of a metrics object, for TensorBoard: numbers only, as Determined writes.
 DTL_INLINE ScalarMetrics scalar_metrics(const MetricsJson& metrics);
@@ -144,7 +146,9 @@ class Reporter {
   std::vector<std::shared_ptr<MetricsSink>> sinks_;
 };
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
 #include <dtl/log/reporter-inl.hpp>

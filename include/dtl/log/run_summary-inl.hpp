@@ -6,7 +6,9 @@
 
 #include <dtl/log/run_summary.hpp>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 DTL_INLINE std::vector<std::string> RunSummary::lines(std::int64_t batches, std::int64_t epochs,
                                              const std::filesystem::path& run_dir, bool resume_latest) const {
@@ -34,6 +36,8 @@ DTL_INLINE std::vector<std::string> RunSummary::lines(std::int64_t batches, std:
                                : "; the master resumes the trial from its latest registered checkpoint"));
   return out;
 }
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_LOG_RUN_SUMMARY_INL_HPP

@@ -18,7 +18,9 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 class RunSummary {
  public:
@@ -69,7 +71,9 @@ class RunSummary {
   std::optional<std::pair<std::string, std::int64_t>> best_checkpoint_, latest_checkpoint_;
 };
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
 #include <dtl/log/run_summary-inl.hpp>

@@ -6,7 +6,9 @@
 
 #include <dtl/log/tensorboard.hpp>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 DTL_INLINE char* put_bytes(char* p, std::string_view s) {
   if (!s.empty()) std::memcpy(p, s.data(), s.size());
@@ -150,9 +152,9 @@ DTL_INLINE std::string event_file_name(double wall_time, std::uint64_t uid, std:
   return name;
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
 
-namespace dtl::inline DTL_ABI::tensorboard {
+namespace tensorboard {
 
 DTL_INLINE std::string training_tag(std::string_view metric) {
   std::string tag(tag_prefix);
@@ -164,9 +166,12 @@ DTL_INLINE std::string validation_name(std::string_view metric) {
   return metric.starts_with("val") ? std::string(metric) : "val_" + std::string(metric);
 }
 
-}  // namespace dtl::tensorboard
+}  // namespace tensorboard
+}  // namespace DTL_ABI
+}  // namespace dtl
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 DTL_INLINE SummaryWriter::SummaryWriter(std::filesystem::path log_dir, SummaryWriterOptions options)
     : log_dir_(std::move(log_dir)), options_(std::move(options)) {
@@ -261,6 +266,7 @@ DTL_INLINE void BatchMetricWriter::on_validation_step_end(std::int64_t steps_com
   writer_->flush();
 }
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_LOG_TENSORBOARD_INL_HPP

@@ -37,7 +37,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// A TensorBoard event file could not be created or written. The message names the file (or
 /// directory) and the system's reason, e.g.
@@ -46,9 +47,12 @@ struct TensorBoardError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 // ---------------------------------------------------------------------------------------------
 // CRC32C (Castagnoli, reflected polynomial 0x82F63B78), as TFRecord framing requires.
@@ -267,9 +271,12 @@ DTL_INLINE std::string event_file_name(double wall_time, std::uint64_t uid, std:
 /// The system's text for an errno value: `errno_text(ENOSPC) == "No space left on device"`.
 inline std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// Metric name/value pairs, in report order: `{{"loss", 0.25}, {"accuracy", 0.9}}`.
 using ScalarMetrics = std::vector<std::pair<std::string, double>>;
@@ -521,6 +528,7 @@ class BatchMetricWriter {
   SummaryWriter* writer_;
 };
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB

@@ -6,7 +6,9 @@
 
 #include <dtl/lr/base.hpp>
 
-namespace dtl::inline DTL_ABI::lr {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace lr {
 
 DTL_INLINE std::vector<double> PerGroup::expand(const char* scheduler, const char* name, std::size_t groups) const {
   if (values.empty()) throw std::invalid_argument(std::string("dtl::lr::") + scheduler + ": " + name + " is required");
@@ -17,9 +19,10 @@ DTL_INLINE std::vector<double> PerGroup::expand(const char* scheduler, const cha
   return values;
 }
 
-}  // namespace dtl::lr
+}  // namespace lr
 
-namespace dtl::inline DTL_ABI::lr::detail {
+namespace lr {
+namespace detail {
 
 DTL_INLINE MomentumKind momentum_kind(torch::optim::OptimizerOptions& o) {
   using namespace torch::optim;
@@ -87,9 +90,10 @@ DTL_INLINE std::vector<MomentumKind> momentum_kinds(torch::optim::Optimizer& opt
   return out;
 }
 
-}  // namespace dtl::lr::detail
+}  // namespace detail
+}  // namespace lr
 
-namespace dtl::inline DTL_ABI::lr {
+namespace lr {
 
 DTL_INLINE void LRScheduler::step() {
   ++step_count_;
@@ -104,6 +108,8 @@ DTL_INLINE nlohmann::json LRScheduler::state_dict() const {
                       {"_get_lr_called_within_step", false},
                       {"_last_lr", last_lr_}};
   dtl::detail::compat::add_scheduler_version_keys(j);
+  auto f = StateFields::saving_to(j);
+  const_cast<LRScheduler*>(this)->fields(f);  // saving reads the settings only
   return j;
 }
 
@@ -115,6 +121,8 @@ DTL_INLINE void LRScheduler::load_state_dict(const nlohmann::json& state) {
   if (base_lrs_.size() != groups() || last_lr_.size() != groups())
     throw std::invalid_argument("dtl::lr: load_state_dict: the state has " + std::to_string(base_lrs_.size()) +
                                 " param groups but the optimizer has " + std::to_string(groups()));
+  auto f = StateFields::loading_from(state);
+  fields(f);
 }
 
 DTL_INLINE LRScheduler::LRScheduler(std::shared_ptr<torch::optim::Optimizer> optimizer)
@@ -177,14 +185,18 @@ DTL_INLINE void LRScheduler::set_last_lr_from_groups() {
   last_lr_.assign(scratch_.begin(), scratch_.end());
 }
 
-}  // namespace dtl::lr
+}  // namespace lr
 
-namespace dtl::inline DTL_ABI::lr::detail {
+namespace lr {
+namespace detail {
 
 DTL_INLINE void invalid(const char* scheduler, const std::string& what) {
   throw std::invalid_argument(std::string("dtl::lr::") + scheduler + ": " + what);
 }
 
-}  // namespace dtl::lr::detail
+}  // namespace detail
+}  // namespace lr
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_LR_BASE_INL_HPP

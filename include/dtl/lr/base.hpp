@@ -9,6 +9,7 @@
 #include <dtl/detail/compiled_lib.hpp>
 #include <dtl/detail/torch_compat.hpp>
 #include <dtl/lr/param_group_keys.hpp>
+#include <dtl/lr/state_fields.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -20,7 +21,9 @@
 #include <string>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::lr {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace lr {
 
 class SequentialLR;
 
@@ -78,11 +81,11 @@ class LRScheduler {
 
   /// Python's `scheduler.state_dict()` (its `__dict__` without the optimizer): `base_lrs`,
   /// `last_epoch`, `_step_count`, `_get_lr_called_within_step`, `_last_lr`, the version's own
-  /// keys (`verbose` in 1.13, `_is_initial` in 2.x), plus the subclass's settings — so it loads
-  /// into the Python scheduler of the same torch and back.
+  /// keys (`verbose` in 1.13, `_is_initial` in 2.x), plus the subclass's settings (`fields`) — so
+  /// it loads into the Python scheduler of the same torch and back.
   [[nodiscard]] DTL_INLINE virtual nlohmann::json state_dict() const;
   /// Python's `load_state_dict` (`__dict__.update`): every key present replaces the value here,
-  /// the settings included.
+  /// the settings (`fields`) included.
   DTL_INLINE virtual void load_state_dict(const nlohmann::json& state);
 
  protected:
@@ -97,6 +100,8 @@ class LRScheduler {
   /// The learning rates for last_epoch(), which step() has already advanced. On entry `lrs`
   /// holds each group's current learning rate (Python's `group['lr']`), for the chainable forms.
   virtual void get_lr(std::span<double> lrs) = 0;
+  /// The subclass's settings in its state_dict, saved and loaded by the base (state_fields.hpp).
+  virtual void fields(StateFields& /*f*/) {}
   /// Python's `_get_closed_form_lr`, used by `step(epoch)`; false where Python has none.
   virtual bool closed_form_lr(std::span<double> /*lrs*/) { return false; }
   /// Python's `step(epoch)`: what SequentialLR calls at a milestone (epoch 0) in torch 1.13.
@@ -144,7 +149,9 @@ void load_if_present(const nlohmann::json& state, const char* key, T& out) {
 [[noreturn]] DTL_INLINE void invalid(const char* scheduler, const std::string& what);
 }  // namespace detail
 
-}  // namespace dtl::lr
+}  // namespace lr
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
 #include <dtl/lr/base-inl.hpp>

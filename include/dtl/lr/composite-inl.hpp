@@ -6,7 +6,9 @@
 
 #include <dtl/lr/composite.hpp>
 
-namespace dtl::inline DTL_ABI::lr {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace lr {
 
 namespace compat = dtl::detail::compat;
 
@@ -129,6 +131,8 @@ DTL_INLINE std::shared_ptr<torch::optim::Optimizer> ChainedScheduler::first_opti
   return s.front()->optimizer();
 }
 
-}  // namespace dtl::lr
+}  // namespace lr
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_LR_COMPOSITE_INL_HPP

@@ -11,7 +11,9 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::lr {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace lr {
 
 /// Python's SequentialLR: `schedulers[i]` runs from `milestones[i-1]` on, restarted there.
 ///   auto warmup = std::make_shared<dtl::lr::LinearLR>(opt, 0.1, 1.0, 5);
@@ -63,7 +65,9 @@ class ChainedScheduler : public LRScheduler {
   std::vector<std::shared_ptr<LRScheduler>> schedulers_;
 };
 
-}  // namespace dtl::lr
+}  // namespace lr
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
 #include <dtl/lr/composite-inl.hpp>

@@ -6,7 +6,9 @@
 
 #include <dtl/lr/cosine.hpp>
 
-namespace dtl::inline DTL_ABI::lr {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace lr {
 
 DTL_INLINE CosineAnnealingLR::CosineAnnealingLR(std::shared_ptr<torch::optim::Optimizer> optimizer, std::int64_t T_max,
                                                 double eta_min)
@@ -15,17 +17,8 @@ DTL_INLINE CosineAnnealingLR::CosineAnnealingLR(std::shared_ptr<torch::optim::Op
   start();
 }
 
-DTL_INLINE nlohmann::json CosineAnnealingLR::state_dict() const {
-  auto j = LRScheduler::state_dict();
-  j["T_max"] = T_max_;
-  j["eta_min"] = eta_min_;
-  return j;
-}
-
-DTL_INLINE void CosineAnnealingLR::load_state_dict(const nlohmann::json& state) {
-  LRScheduler::load_state_dict(state);
-  detail::load_if_present(state, "T_max", T_max_);
-  detail::load_if_present(state, "eta_min", eta_min_);
+DTL_INLINE void CosineAnnealingLR::fields(StateFields& f) {
+  f("T_max", T_max_)("eta_min", eta_min_);
 }
 
 DTL_INLINE void CosineAnnealingLR::get_lr(std::span<double> lrs) {
@@ -99,23 +92,8 @@ DTL_INLINE void CosineAnnealingWarmRestarts::step(double epoch) {
   update_lrs();
 }
 
-DTL_INLINE nlohmann::json CosineAnnealingWarmRestarts::state_dict() const {
-  auto j = LRScheduler::state_dict();
-  j["T_0"] = T_0_;
-  j["T_i"] = number(T_i_);
-  j["T_mult"] = T_mult_;
-  j["eta_min"] = eta_min_;
-  j["T_cur"] = number(T_cur_);
-  return j;
-}
-
-DTL_INLINE void CosineAnnealingWarmRestarts::load_state_dict(const nlohmann::json& state) {
-  LRScheduler::load_state_dict(state);
-  detail::load_if_present(state, "T_0", T_0_);
-  detail::load_if_present(state, "T_i", T_i_);
-  detail::load_if_present(state, "T_mult", T_mult_);
-  detail::load_if_present(state, "eta_min", eta_min_);
-  detail::load_if_present(state, "T_cur", T_cur_);
+DTL_INLINE void CosineAnnealingWarmRestarts::fields(StateFields& f) {
+  f("T_0", T_0_).number("T_i", T_i_)("T_mult", T_mult_)("eta_min", eta_min_).number("T_cur", T_cur_);
 }
 
 DTL_INLINE void CosineAnnealingWarmRestarts::get_lr(std::span<double> lrs) {
@@ -123,11 +101,8 @@ DTL_INLINE void CosineAnnealingWarmRestarts::get_lr(std::span<double> lrs) {
   for (std::size_t i = 0; i < lrs.size(); ++i) lrs[i] = eta_min_ + (base_lrs()[i] - eta_min_) * c / 2;
 }
 
-DTL_INLINE nlohmann::json CosineAnnealingWarmRestarts::number(double v) {
-  if (std::floor(v) == v && std::abs(v) < 9.0e15) return static_cast<std::int64_t>(v);
-  return v;
-}
-
-}  // namespace dtl::lr
+}  // namespace lr
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_LR_COSINE_INL_HPP

@@ -10,7 +10,9 @@
 #include <numbers>
 #include <utility>
 
-namespace dtl::inline DTL_ABI::lr {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace lr {
 
 /// Python's CosineAnnealingLR: from the initial lr down to `eta_min` over `T_max` steps along a
 /// half cosine, and back up over the next T_max (it is periodic, as in Python).
@@ -18,10 +20,8 @@ class CosineAnnealingLR : public LRScheduler {
  public:
   DTL_INLINE CosineAnnealingLR(std::shared_ptr<torch::optim::Optimizer> optimizer, std::int64_t T_max,
                                double eta_min = 0);
-  [[nodiscard]] DTL_INLINE nlohmann::json state_dict() const override;
-  DTL_INLINE void load_state_dict(const nlohmann::json& state) override;
-
  protected:
+  DTL_INLINE void fields(StateFields& f) override;
   DTL_INLINE void get_lr(std::span<double> lrs) override;
   DTL_INLINE bool closed_form_lr(std::span<double> lrs) override;
 
@@ -42,17 +42,12 @@ class CosineAnnealingWarmRestarts : public LRScheduler {
   /// Python's `step(epoch)`: jump to `epoch`, which may be fractional.
   DTL_INLINE void step(double epoch);
 
-  [[nodiscard]] DTL_INLINE nlohmann::json state_dict() const override;
-  DTL_INLINE void load_state_dict(const nlohmann::json& state) override;
-
  protected:
+  DTL_INLINE void fields(StateFields& f) override;
   DTL_INLINE void get_lr(std::span<double> lrs) override;
   void step_to(std::int64_t epoch) override { step(static_cast<double>(epoch)); }
 
  private:
-  /// An integral value is written as Python's int (what Python holds after integer steps).
-  DTL_INLINE static nlohmann::json number(double v);
-
   std::int64_t T_0_;
   double T_i_;
   std::int64_t T_mult_;
@@ -60,7 +55,9 @@ class CosineAnnealingWarmRestarts : public LRScheduler {
   double T_cur_ = -1;
 };
 
-}  // namespace dtl::lr
+}  // namespace lr
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
 #include <dtl/lr/cosine-inl.hpp>

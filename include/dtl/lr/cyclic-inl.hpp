@@ -6,7 +6,9 @@
 
 #include <dtl/lr/cyclic.hpp>
 
-namespace dtl::inline DTL_ABI::lr {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace lr {
 
 DTL_INLINE CyclicLR::CyclicLR(std::shared_ptr<torch::optim::Optimizer> optimizer, CyclicLROptions o)
     : LRScheduler(std::move(optimizer)),
@@ -35,36 +37,17 @@ DTL_INLINE CyclicLR::CyclicLR(std::shared_ptr<torch::optim::Optimizer> optimizer
   set_base_lrs(std::move(base));  // Python assigns base_lrs after its initial step
 }
 
-DTL_INLINE nlohmann::json CyclicLR::state_dict() const {
-  auto j = LRScheduler::state_dict();
-  j["max_lrs"] = max_lrs_;
-  j["total_size"] = total_size_;
-  j["step_ratio"] = step_ratio_;
-  j["mode"] = mode_ == CyclicMode::triangular    ? "triangular"
-              : mode_ == CyclicMode::triangular2 ? "triangular2"
-                                                 : "exp_range";
-  j["gamma"] = gamma_;
-  j["_scale_fn_custom"] = nullptr;
-  j["scale_mode"] = scale_mode_ == ScaleMode::cycle ? "cycle" : "iterations";
-  j["cycle_momentum"] = cycle_momentum_;
-  if (cycle_momentum_) {
-    j["use_beta1"] = !kinds_.empty() && detail::uses_beta1(kinds_.front());
-    j["base_momentums"] = base_momentums_;
-    j["max_momentums"] = max_momentums_;
-  }
-  return j;
-}
-
-DTL_INLINE void CyclicLR::load_state_dict(const nlohmann::json& state) {
-  LRScheduler::load_state_dict(state);
-  detail::load_if_present(state, "max_lrs", max_lrs_);
-  detail::load_if_present(state, "total_size", total_size_);
-  detail::load_if_present(state, "step_ratio", step_ratio_);
-  detail::load_if_present(state, "gamma", gamma_);
-  if (cycle_momentum_) {
-    detail::load_if_present(state, "base_momentums", base_momentums_);
-    detail::load_if_present(state, "max_momentums", max_momentums_);
-  }
+DTL_INLINE void CyclicLR::fields(StateFields& f) {
+  f("max_lrs", max_lrs_)("total_size", total_size_)("step_ratio", step_ratio_);
+  f.saved("mode", mode_ == CyclicMode::triangular    ? "triangular"
+                  : mode_ == CyclicMode::triangular2 ? "triangular2"
+                                                     : "exp_range");
+  f("gamma", gamma_);
+  f.saved("_scale_fn_custom", nullptr).saved("scale_mode", scale_mode_ == ScaleMode::cycle ? "cycle" : "iterations");
+  f.saved("cycle_momentum", cycle_momentum_);
+  if (cycle_momentum_)
+    f.saved("use_beta1", !kinds_.empty() && detail::uses_beta1(kinds_.front()))("base_momentums", base_momentums_)(
+        "max_momentums", max_momentums_);
 }
 
 DTL_INLINE void CyclicLR::get_lr(std::span<double> lrs) {
@@ -150,36 +133,33 @@ DTL_INLINE OneCycleLR::OneCycleLR(std::shared_ptr<torch::optim::Optimizer> optim
   start();
 }
 
-DTL_INLINE nlohmann::json OneCycleLR::state_dict() const {
-  const auto& names = detail::kSchedulerGroupKeys;
-  auto j = LRScheduler::state_dict();
-  j["total_steps"] = total_steps_;
-  auto phases = nlohmann::json::array();
-  for (std::size_t p = 0; p < phases_.size(); ++p) {
-    const auto& ph = phases_[p];
-    nlohmann::json end = ph.end_step;
-    if (p + 1 == phases_.size()) end = total_steps_ - 1;  // Python's last end_step is an int
-    phases.push_back({{"end_step", end},
-                      {"start_lr", names[ph.start_lr]},
-                      {"end_lr", names[ph.end_lr]},
-                      {"start_momentum", names[ph.start_m]},
-                      {"end_momentum", names[ph.end_m]}});
+DTL_INLINE void OneCycleLR::fields(StateFields& f) {
+  f("total_steps", total_steps_);
+  if (auto* out = f.saving()) {
+    const auto& names = detail::kSchedulerGroupKeys;
+    auto phases = nlohmann::json::array();
+    for (std::size_t p = 0; p < phases_.size(); ++p) {
+      const auto& ph = phases_[p];
+      nlohmann::json end = ph.end_step;
+      if (p + 1 == phases_.size()) end = total_steps_ - 1;  // Python's last end_step is an int
+      phases.push_back({{"end_step", end},
+                        {"start_lr", names[ph.start_lr]},
+                        {"end_lr", names[ph.end_lr]},
+                        {"start_momentum", names[ph.start_m]},
+                        {"end_momentum", names[ph.end_m]}});
+    }
+    (*out)["_schedule_phases"] = std::move(phases);
+  } else if (const auto* phases = f.present("_schedule_phases"); phases && phases->size() == phases_.size()) {
+    for (std::size_t p = 0; p < phases_.size(); ++p) phases_[p].end_step = (*phases)[p].at("end_step").get<double>();
   }
-  j["_schedule_phases"] = std::move(phases);
-  j["_anneal_func_type"] = anneal_ == AnnealStrategy::cos ? "cos" : "linear";
-  j["cycle_momentum"] = cycle_momentum_;
-  if (cycle_momentum_) j["use_beta1"] = !kinds_.empty() && detail::uses_beta1(kinds_.front());
-  return j;
+  f.named("_anneal_func_type", anneal_, {{AnnealStrategy::cos, "cos"}, {AnnealStrategy::linear, "linear"}},
+          AnnealStrategy::cos);
+  f.saved("cycle_momentum", cycle_momentum_);
+  if (cycle_momentum_) f.saved("use_beta1", !kinds_.empty() && detail::uses_beta1(kinds_.front()));
 }
 
 DTL_INLINE void OneCycleLR::load_state_dict(const nlohmann::json& state) {
   LRScheduler::load_state_dict(state);
-  detail::load_if_present(state, "total_steps", total_steps_);
-  if (state.contains("_schedule_phases") && state["_schedule_phases"].size() == phases_.size())
-    for (std::size_t p = 0; p < phases_.size(); ++p)
-      phases_[p].end_step = state["_schedule_phases"][p].at("end_step").get<double>();
-  if (state.contains("_anneal_func_type"))
-    anneal_ = state["_anneal_func_type"] == "linear" ? AnnealStrategy::linear : AnnealStrategy::cos;
   read_group_keys();  // the optimizer's param_groups were loaded first, with their keys
 }
 
@@ -219,6 +199,8 @@ DTL_INLINE void OneCycleLR::read_group_keys() {
       if (auto v = keys.get(*optimizer_, g, detail::kSchedulerGroupKeys[k])) values_[g][k] = *v;
 }
 
-}  // namespace dtl::lr
+}  // namespace lr
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_LR_CYCLIC_INL_HPP

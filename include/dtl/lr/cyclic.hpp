@@ -15,7 +15,9 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::lr {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace lr {
 
 /// CyclicLR's built-in policies (Python's `mode`).
 enum class CyclicMode { triangular, triangular2, exp_range };
@@ -45,10 +47,8 @@ class CyclicLR : public LRScheduler {
  public:
   DTL_INLINE CyclicLR(std::shared_ptr<torch::optim::Optimizer> optimizer, CyclicLROptions o);
 
-  [[nodiscard]] DTL_INLINE nlohmann::json state_dict() const override;
-  DTL_INLINE void load_state_dict(const nlohmann::json& state) override;
-
  protected:
+  DTL_INLINE void fields(StateFields& f) override;
   DTL_INLINE void get_lr(std::span<double> lrs) override;
 
  private:
@@ -93,11 +93,11 @@ class OneCycleLR : public LRScheduler {
   DTL_INLINE OneCycleLR(std::shared_ptr<torch::optim::Optimizer> optimizer, OneCycleLROptions o);
 
   [[nodiscard]] std::int64_t total_steps() const noexcept { return total_steps_; }
-
-  [[nodiscard]] DTL_INLINE nlohmann::json state_dict() const override;
+  /// Also reads the group keys the schedule anneals between (the optimizer's, loaded first).
   DTL_INLINE void load_state_dict(const nlohmann::json& state) override;
 
  protected:
+  DTL_INLINE void fields(StateFields& f) override;
   DTL_INLINE void get_lr(std::span<double> lrs) override;
 
  private:
@@ -119,7 +119,9 @@ class OneCycleLR : public LRScheduler {
   std::vector<std::array<double, 5>> values_;
 };
 
-}  // namespace dtl::lr
+}  // namespace lr
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
 #include <dtl/lr/cyclic-inl.hpp>

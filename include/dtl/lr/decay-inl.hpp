@@ -6,7 +6,9 @@
 
 #include <dtl/lr/decay.hpp>
 
-namespace dtl::inline DTL_ABI::lr {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace lr {
 
 DTL_INLINE StepLR::StepLR(std::shared_ptr<torch::optim::Optimizer> optimizer, std::int64_t step_size, double gamma)
     : LRScheduler(std::move(optimizer)), step_size_(step_size), gamma_(gamma) {
@@ -14,17 +16,8 @@ DTL_INLINE StepLR::StepLR(std::shared_ptr<torch::optim::Optimizer> optimizer, st
   start();
 }
 
-DTL_INLINE nlohmann::json StepLR::state_dict() const {
-  auto j = LRScheduler::state_dict();
-  j["step_size"] = step_size_;
-  j["gamma"] = gamma_;
-  return j;
-}
-
-DTL_INLINE void StepLR::load_state_dict(const nlohmann::json& state) {
-  LRScheduler::load_state_dict(state);
-  detail::load_if_present(state, "step_size", step_size_);
-  detail::load_if_present(state, "gamma", gamma_);
+DTL_INLINE void StepLR::fields(StateFields& f) {
+  f("step_size", step_size_)("gamma", gamma_);
 }
 
 DTL_INLINE void StepLR::get_lr(std::span<double> lrs) {
@@ -45,27 +38,21 @@ DTL_INLINE MultiStepLR::MultiStepLR(std::shared_ptr<torch::optim::Optimizer> opt
   start();
 }
 
-DTL_INLINE nlohmann::json MultiStepLR::state_dict() const {
-  auto j = LRScheduler::state_dict();
-  nlohmann::json counter = nlohmann::json::object();
-  for (auto m : milestones_) {
-    auto& c = counter[std::to_string(m)];
-    c = c.is_null() ? 1 : c.get<std::int64_t>() + 1;
-  }
-  j["milestones"] = std::move(counter);
-  j["gamma"] = gamma_;
-  return j;
-}
-
-DTL_INLINE void MultiStepLR::load_state_dict(const nlohmann::json& state) {
-  LRScheduler::load_state_dict(state);
-  if (state.contains("milestones") && state["milestones"].is_object()) {
+DTL_INLINE void MultiStepLR::fields(StateFields& f) {
+  if (auto* out = f.saving()) {
+    nlohmann::json counter = nlohmann::json::object();
+    for (auto m : milestones_) {
+      auto& c = counter[std::to_string(m)];
+      c = c.is_null() ? 1 : c.get<std::int64_t>() + 1;
+    }
+    (*out)["milestones"] = std::move(counter);
+  } else if (const auto* counter = f.present("milestones"); counter && counter->is_object()) {
     milestones_.clear();
-    for (const auto& [k, count] : state["milestones"].items())
+    for (const auto& [k, count] : counter->items())
       for (std::int64_t c = 0; c < count.get<std::int64_t>(); ++c) milestones_.push_back(std::stoll(k));
     std::sort(milestones_.begin(), milestones_.end());
   }
-  detail::load_if_present(state, "gamma", gamma_);
+  f("gamma", gamma_);
 }
 
 DTL_INLINE void MultiStepLR::get_lr(std::span<double> lrs) {
@@ -87,15 +74,8 @@ DTL_INLINE ExponentialLR::ExponentialLR(std::shared_ptr<torch::optim::Optimizer>
   start();
 }
 
-DTL_INLINE nlohmann::json ExponentialLR::state_dict() const {
-  auto j = LRScheduler::state_dict();
-  j["gamma"] = gamma_;
-  return j;
-}
-
-DTL_INLINE void ExponentialLR::load_state_dict(const nlohmann::json& state) {
-  LRScheduler::load_state_dict(state);
-  detail::load_if_present(state, "gamma", gamma_);
+DTL_INLINE void ExponentialLR::fields(StateFields& f) {
+  f("gamma", gamma_);
 }
 
 DTL_INLINE void ExponentialLR::get_lr(std::span<double> lrs) {
@@ -117,17 +97,8 @@ DTL_INLINE ConstantLR::ConstantLR(std::shared_ptr<torch::optim::Optimizer> optim
   start();
 }
 
-DTL_INLINE nlohmann::json ConstantLR::state_dict() const {
-  auto j = LRScheduler::state_dict();
-  j["factor"] = factor_;
-  j["total_iters"] = total_iters_;
-  return j;
-}
-
-DTL_INLINE void ConstantLR::load_state_dict(const nlohmann::json& state) {
-  LRScheduler::load_state_dict(state);
-  detail::load_if_present(state, "factor", factor_);
-  detail::load_if_present(state, "total_iters", total_iters_);
+DTL_INLINE void ConstantLR::fields(StateFields& f) {
+  f("factor", factor_)("total_iters", total_iters_);
 }
 
 DTL_INLINE void ConstantLR::get_lr(std::span<double> lrs) {
@@ -159,19 +130,8 @@ DTL_INLINE LinearLR::LinearLR(std::shared_ptr<torch::optim::Optimizer> optimizer
   start();
 }
 
-DTL_INLINE nlohmann::json LinearLR::state_dict() const {
-  auto j = LRScheduler::state_dict();
-  j["start_factor"] = start_factor_;
-  j["end_factor"] = end_factor_;
-  j["total_iters"] = total_iters_;
-  return j;
-}
-
-DTL_INLINE void LinearLR::load_state_dict(const nlohmann::json& state) {
-  LRScheduler::load_state_dict(state);
-  detail::load_if_present(state, "start_factor", start_factor_);
-  detail::load_if_present(state, "end_factor", end_factor_);
-  detail::load_if_present(state, "total_iters", total_iters_);
+DTL_INLINE void LinearLR::fields(StateFields& f) {
+  f("start_factor", start_factor_)("end_factor", end_factor_)("total_iters", total_iters_);
 }
 
 DTL_INLINE void LinearLR::get_lr(std::span<double> lrs) {
@@ -200,17 +160,8 @@ DTL_INLINE PolynomialLR::PolynomialLR(std::shared_ptr<torch::optim::Optimizer> o
   start();
 }
 
-DTL_INLINE nlohmann::json PolynomialLR::state_dict() const {
-  auto j = LRScheduler::state_dict();
-  j["total_iters"] = total_iters_;
-  j["power"] = power_;
-  return j;
-}
-
-DTL_INLINE void PolynomialLR::load_state_dict(const nlohmann::json& state) {
-  LRScheduler::load_state_dict(state);
-  detail::load_if_present(state, "total_iters", total_iters_);
-  detail::load_if_present(state, "power", power_);
+DTL_INLINE void PolynomialLR::fields(StateFields& f) {
+  f("total_iters", total_iters_)("power", power_);
 }
 
 DTL_INLINE void PolynomialLR::get_lr(std::span<double> lrs) {
@@ -228,6 +179,8 @@ DTL_INLINE bool PolynomialLR::closed_form_lr(std::span<double> lrs) {
   return true;
 }
 
-}  // namespace dtl::lr
+}  // namespace lr
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_LR_DECAY_INL_HPP

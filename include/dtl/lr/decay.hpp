@@ -12,7 +12,9 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::lr {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace lr {
 
 /// Python's StepLR: multiply the learning rate by `gamma` every `step_size` steps.
 ///   ctx.wrap_lr_scheduler(dtl::lr::StepLR(opt, 1, 0.7), dtl::StepMode::every_epoch);
@@ -21,10 +23,8 @@ class StepLR : public LRScheduler {
   DTL_INLINE StepLR(std::shared_ptr<torch::optim::Optimizer> optimizer, std::int64_t step_size, double gamma = 0.1);
   [[nodiscard]] std::int64_t step_size() const noexcept { return step_size_; }
   [[nodiscard]] double gamma() const noexcept { return gamma_; }
-  [[nodiscard]] DTL_INLINE nlohmann::json state_dict() const override;
-  DTL_INLINE void load_state_dict(const nlohmann::json& state) override;
-
  protected:
+  DTL_INLINE void fields(StateFields& f) override;
   DTL_INLINE void get_lr(std::span<double> lrs) override;
   DTL_INLINE bool closed_form_lr(std::span<double> lrs) override;
 
@@ -42,10 +42,8 @@ class MultiStepLR : public LRScheduler {
   [[nodiscard]] const std::vector<std::int64_t>& milestones() const noexcept { return milestones_; }
   [[nodiscard]] double gamma() const noexcept { return gamma_; }
   /// `milestones` as Python's Counter: {milestone: count}, which the checkpoint writes with int keys.
-  [[nodiscard]] DTL_INLINE nlohmann::json state_dict() const override;
-  DTL_INLINE void load_state_dict(const nlohmann::json& state) override;
-
  protected:
+  DTL_INLINE void fields(StateFields& f) override;
   DTL_INLINE void get_lr(std::span<double> lrs) override;
   DTL_INLINE bool closed_form_lr(std::span<double> lrs) override;
 
@@ -59,10 +57,8 @@ class ExponentialLR : public LRScheduler {
  public:
   DTL_INLINE ExponentialLR(std::shared_ptr<torch::optim::Optimizer> optimizer, double gamma);
   [[nodiscard]] double gamma() const noexcept { return gamma_; }
-  [[nodiscard]] DTL_INLINE nlohmann::json state_dict() const override;
-  DTL_INLINE void load_state_dict(const nlohmann::json& state) override;
-
  protected:
+  DTL_INLINE void fields(StateFields& f) override;
   DTL_INLINE void get_lr(std::span<double> lrs) override;
   DTL_INLINE bool closed_form_lr(std::span<double> lrs) override;
 
@@ -75,10 +71,8 @@ class ConstantLR : public LRScheduler {
  public:
   DTL_INLINE explicit ConstantLR(std::shared_ptr<torch::optim::Optimizer> optimizer, double factor = 1.0 / 3,
                                  std::int64_t total_iters = 5);
-  [[nodiscard]] DTL_INLINE nlohmann::json state_dict() const override;
-  DTL_INLINE void load_state_dict(const nlohmann::json& state) override;
-
  protected:
+  DTL_INLINE void fields(StateFields& f) override;
   DTL_INLINE void get_lr(std::span<double> lrs) override;
   DTL_INLINE bool closed_form_lr(std::span<double> lrs) override;
 
@@ -94,10 +88,8 @@ class LinearLR : public LRScheduler {
  public:
   DTL_INLINE explicit LinearLR(std::shared_ptr<torch::optim::Optimizer> optimizer, double start_factor = 1.0 / 3,
                                double end_factor = 1.0, std::int64_t total_iters = 5);
-  [[nodiscard]] DTL_INLINE nlohmann::json state_dict() const override;
-  DTL_INLINE void load_state_dict(const nlohmann::json& state) override;
-
  protected:
+  DTL_INLINE void fields(StateFields& f) override;
   DTL_INLINE void get_lr(std::span<double> lrs) override;
   DTL_INLINE bool closed_form_lr(std::span<double> lrs) override;
 
@@ -112,10 +104,8 @@ class PolynomialLR : public LRScheduler {
  public:
   DTL_INLINE explicit PolynomialLR(std::shared_ptr<torch::optim::Optimizer> optimizer, std::int64_t total_iters = 5,
                                    double power = 1.0);
-  [[nodiscard]] DTL_INLINE nlohmann::json state_dict() const override;
-  DTL_INLINE void load_state_dict(const nlohmann::json& state) override;
-
  protected:
+  DTL_INLINE void fields(StateFields& f) override;
   DTL_INLINE void get_lr(std::span<double> lrs) override;
   DTL_INLINE bool closed_form_lr(std::span<double> lrs) override;
 
@@ -124,7 +114,9 @@ class PolynomialLR : public LRScheduler {
   double power_;
 };
 
-}  // namespace dtl::lr
+}  // namespace lr
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
 #include <dtl/lr/decay-inl.hpp>

@@ -14,7 +14,9 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::lr {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace lr {
 
 /// A factor as a function of the step (`last_epoch`), like Python's `lambda epoch: ...`.
 using LRLambda = std::function<double(std::int64_t)>;
@@ -33,15 +35,10 @@ inline std::vector<LRLambda> lambdas_per_group(std::vector<LRLambda> fs, std::si
 /// The two schedulers' shared shape: lambdas per group, saved as Python saves plain functions
 /// (`lr_lambdas: [None, ...]`; a C++ function has no state to save).
 class LambdaSchedulerBase : public LRScheduler {
- public:
-  [[nodiscard]] nlohmann::json state_dict() const override {
-    auto j = LRScheduler::state_dict();
-    j["lr_lambdas"] = nlohmann::json::array();
-    for (std::size_t i = 0; i < lambdas_.size(); ++i) j["lr_lambdas"].push_back(nullptr);
-    return j;
-  }
-
  protected:
+  void fields(StateFields& f) override {
+    f.saved("lr_lambdas", nlohmann::json(std::vector<std::nullptr_t>(lambdas_.size(), nullptr)));
+  }
   LambdaSchedulerBase(std::shared_ptr<torch::optim::Optimizer> optimizer, std::vector<LRLambda> fs, const char* who)
       : LRScheduler(std::move(optimizer)), lambdas_(lambdas_per_group(std::move(fs), groups(), who)) {}
   std::vector<LRLambda> lambdas_;
@@ -82,6 +79,8 @@ class MultiplicativeLR : public detail::LambdaSchedulerBase {
   }
 };
 
-}  // namespace dtl::lr
+}  // namespace lr
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_LR_LAMBDA_HPP

@@ -21,7 +21,10 @@
 #include <string_view>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::lr::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace lr {
+namespace detail {
 
 /// One group's keys, name → value.
 using GroupKeys = std::map<std::string, double, std::less<>>;
@@ -101,6 +104,9 @@ class ParamGroupKeyTable {
 
 inline ParamGroupKeyTable& param_group_keys() { return ParamGroupKeyTable::instance(); }
 
-}  // namespace dtl::lr::detail
+}  // namespace detail
+}  // namespace lr
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_LR_PARAM_GROUP_KEYS_HPP

@@ -11,7 +11,9 @@
 #include <numbers>
 #include <string>
 
-namespace dtl::inline DTL_ABI::lr {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace lr {
 
 DTL_INLINE SWALR::SWALR(std::shared_ptr<torch::optim::Optimizer> optimizer, PerGroup swa_lr, std::int64_t anneal_epochs,
                         AnnealStrategy anneal_strategy)
@@ -52,20 +54,11 @@ DTL_INLINE void SWALR::init(const PerGroup& swa_lr, std::int64_t anneal_epochs, 
   start();
 }
 
-DTL_INLINE nlohmann::json SWALR::state_dict() const {
-  auto j = LRScheduler::state_dict();
-  j["anneal_epochs"] = anneal_epochs_;
-  j["_anneal_strategy"] = anneal_strategy_ == AnnealStrategy::cos ? "cos" : "linear";
-  return j;
-}
-
-DTL_INLINE void SWALR::load_state_dict(const nlohmann::json& state) {
-  LRScheduler::load_state_dict(state);
-  detail::load_if_present(state, "anneal_epochs", anneal_epochs_);
+DTL_INLINE void SWALR::fields(StateFields& f) {
   // Python 2.x's _set_anneal_func: "cos" is the cosine, anything else the line.
-  if (state.contains("_anneal_strategy") && !state["_anneal_strategy"].is_null())
-    anneal_strategy_ =
-        state["_anneal_strategy"].get<std::string>() == "cos" ? AnnealStrategy::cos : AnnealStrategy::linear;
+  f("anneal_epochs", anneal_epochs_)
+      .named("_anneal_strategy", anneal_strategy_, {{AnnealStrategy::cos, "cos"}, {AnnealStrategy::linear, "linear"}},
+             AnnealStrategy::linear);
 }
 
 DTL_INLINE void SWALR::get_lr(std::span<double> lrs) {
@@ -90,6 +83,8 @@ DTL_INLINE double SWALR::anneal(double t) const {
   return (1 - std::cos(std::numbers::pi * t)) / 2;
 }
 
-}  // namespace dtl::lr
+}  // namespace lr
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_LR_SWA_INL_HPP

@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <string_view>
 
-namespace dtl::inline DTL_ABI::lr {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace lr {
 
 /// Python's SWALR: from each group's current lr to its `swa_lr` over `anneal_epochs` steps, along
 /// a half cosine (`AnnealStrategy::cos`, the default) or a straight line; then `swa_lr` for good.
@@ -31,14 +33,12 @@ class SWALR : public LRScheduler {
   [[nodiscard]] std::int64_t anneal_epochs() const noexcept { return anneal_epochs_; }
   [[nodiscard]] AnnealStrategy anneal_strategy() const noexcept { return anneal_strategy_; }
 
+ protected:
   /// Python 2.x's layout on both versions: the base keys plus `anneal_epochs` and
   /// `_anneal_strategy`. torch 1.13 saves the anneal function itself (`anneal_func`), which is
-  /// not data; dtl saves its name instead (docs/lr-schedulers.md).
-  [[nodiscard]] DTL_INLINE nlohmann::json state_dict() const override;
-  /// `_anneal_strategy`, when present, picks the anneal function, as in Python 2.x.
-  DTL_INLINE void load_state_dict(const nlohmann::json& state) override;
-
- protected:
+  /// not data; dtl saves its name instead (docs/lr-schedulers.md). `_anneal_strategy`, when
+  /// present, picks the anneal function, as in Python 2.x.
+  DTL_INLINE void fields(StateFields& f) override;
   DTL_INLINE void get_lr(std::span<double> lrs) override;
 
  private:
@@ -51,7 +51,9 @@ class SWALR : public LRScheduler {
   AnnealStrategy anneal_strategy_ = AnnealStrategy::cos;
 };
 
-}  // namespace dtl::lr
+}  // namespace lr
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
 #include <dtl/lr/swa-inl.hpp>

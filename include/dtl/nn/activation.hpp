@@ -10,7 +10,9 @@
 
 #include <ostream>
 
-namespace dtl::inline DTL_ABI::nn {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace nn {
 
 /// Python's `nn.Hardswish(inplace=False)`.
 class HardswishImpl : public torch::nn::Cloneable<HardswishImpl> {
@@ -36,6 +38,8 @@ class HardsigmoidImpl : public torch::nn::Cloneable<HardsigmoidImpl> {
 };
 TORCH_MODULE(Hardsigmoid);
 
-}  // namespace dtl::inline DTL_ABI::nn
+}  // namespace nn
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_NN_ACTIVATION_HPP

@@ -17,7 +17,9 @@
 #include <sstream>
 #include <string>
 
-namespace dtl::inline DTL_ABI::nn {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace nn {
 
 namespace functional {
 
@@ -112,6 +114,8 @@ class Dropout1dImpl : public detail::DropoutNdImpl<Dropout1dImpl> {
 };
 TORCH_MODULE(Dropout1d);
 
-}  // namespace dtl::inline DTL_ABI::nn
+}  // namespace nn
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_NN_DROPOUT_HPP

@@ -22,7 +22,9 @@
 #include <string>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 struct SgdHyper {
   double lr, momentum, dampening, weight_decay;
@@ -221,6 +223,8 @@ class DeviceLearningRates {
   std::vector<Slot> slots_;
 };
 
-}  // namespace dtl::inline DTL_ABI::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_OPTIM_MULTI_TENSOR_HPP

@@ -48,7 +48,9 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::optim {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace optim {
 
 template <class Derived, class OptionsT, class StateT>
 class PythonOptimizer : public torch::optim::Optimizer, public PythonStateDict {
@@ -127,6 +129,8 @@ class PythonOptimizer : public torch::optim::Optimizer, public PythonStateDict {
   static bool flag(const Dict& d, const char* k, const std::string& w) { return python_layout::flag(d, k, w); }
 };
 
-}  // namespace dtl::inline DTL_ABI::optim
+}  // namespace optim
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_OPTIM_PYTHON_OPTIMIZER_HPP

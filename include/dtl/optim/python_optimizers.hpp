@@ -29,7 +29,9 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// Which implementation a group's step uses: torch.optim's `_default_to_fused_or_foreach`.
 enum class StepKind { single_tensor, foreach, fused };
@@ -404,6 +406,8 @@ std::shared_ptr<O> make_wrapped_optimizer(O&& optimizer, const OptimizerOptions&
   }
 }
 
-}  // namespace dtl::inline DTL_ABI::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_OPTIM_PYTHON_OPTIMIZERS_HPP

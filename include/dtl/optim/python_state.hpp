@@ -27,7 +27,9 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::optim {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace optim {
 
 /// An optimizer whose checkpoint entry is torch.optim's state_dict: the checkpointer asks for
 /// this interface (a cross-cast from torch::optim::Optimizer) before LibTorch's own archive.
@@ -182,6 +184,8 @@ void load(torch::optim::Optimizer& opt, const c10::IValue& v, const std::string&
 
 }  // namespace python_layout
 
-}  // namespace dtl::inline DTL_ABI::optim
+}  // namespace optim
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_OPTIM_PYTHON_STATE_HPP

@@ -9,7 +9,9 @@
 
 #include <torch/torch.h>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// GradScaler's part in a fused step: the scale to divide the gradients by (undefined when they
 /// are unscaled already) and the inf/NaN flag that makes the kernel skip the step.
@@ -45,6 +47,8 @@ inline bool& cuda_graph_capturing() noexcept {
   return capturing;
 }
 
-}  // namespace dtl::inline DTL_ABI::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_OPTIM_STEP_CONTROL_HPP

@@ -9,7 +9,8 @@
 #include <cstdint>
 #include <optional>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// torch.optim's choice of implementation, for SGD, Adam and AdamW:
 /// - `foreach` unset (torch.optim's `foreach=None`, the default): multi-tensor `_foreach_*` ops
@@ -36,6 +37,7 @@ struct OptimizerOptions {
   std::int64_t backward_passes_per_step = 1;
 };
 
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_OPTIM_STEP_OPTIONS_HPP

@@ -14,7 +14,9 @@
 #include <cmath>
 #include <sstream>
 
-namespace dtl::inline DTL_ABI::optim {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace optim {
 
 namespace impl {
 
@@ -395,6 +397,8 @@ DTL_INLINE std::unique_ptr<Rprop::State> Rprop::state_in(const Dict& d, const to
   return s;
 }
 
-}  // namespace dtl::inline DTL_ABI::optim
+}  // namespace optim
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_OPTIM_TORCH_OPTIM_INL_HPP

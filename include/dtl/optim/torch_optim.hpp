@@ -18,7 +18,9 @@
 #include <string>
 #include <tuple>
 
-namespace dtl::inline DTL_ABI::optim {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace optim {
 
 /// torch.optim.Adadelta(lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, maximize=False).
 struct AdadeltaOptions : torch::optim::OptimizerCloneableOptions<AdadeltaOptions> {
@@ -205,7 +207,9 @@ class Rprop : public PythonOptimizer<Rprop, RpropOptions, RpropParamState> {
   DTL_INLINE static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p, const std::string& w);
 };
 
-}  // namespace dtl::inline DTL_ABI::optim
+}  // namespace optim
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
 #include <dtl/optim/torch_optim-inl.hpp>

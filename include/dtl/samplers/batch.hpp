@@ -13,12 +13,22 @@
 
 #include <dtl/samplers/node.hpp>
 
-namespace dtl::inline DTL_ABI::samplers {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
+template <IndexNode U>
+class batch_node;
+}  // namespace detail
+
+namespace samplers {
 
 /// The batch() stage as written in a pipeline; see batch().
 struct batch_stage {
   std::int64_t size = 1;
   bool drop_last = false;
+  /// The node this stage becomes in a pipeline.
+  template <class U>
+  using node = detail::batch_node<U>;
 };
 
 /// Groups indices into batches of `size`, the last one shorter unless `drop_last` drops it
@@ -33,15 +43,18 @@ inline batch_stage batch(std::int64_t size, bool drop_last = false) {
   return {size, drop_last};
 }
 
-}  // namespace dtl::samplers
+}  // namespace samplers
 
-namespace dtl::inline DTL_ABI::detail {
+namespace detail {
 
 template <IndexNode U>
-class batch_node : public node_flags<U::traits.with_batch()> {
+class batch_node : public stage_base<U, U::traits.with_batch()> {
+  using base = stage_base<U, U::traits.with_batch()>;
+  using base::inner_;
+
  public:
   batch_node(U inner, samplers::batch_stage stage)
-      : inner_(std::move(inner)), size_(stage.size), drop_last_(stage.drop_last), buffer_(allocate()) {}
+      : base(std::move(inner)), size_(stage.size), drop_last_(stage.drop_last), buffer_(allocate()) {}
 
   [[nodiscard]] std::int64_t size() const { return batches_in(inner_.size()); }
   [[nodiscard]] std::int64_t chief_size() const { return batches_in(inner_.chief_size()); }
@@ -67,22 +80,15 @@ class batch_node : public node_flags<U::traits.with_batch()> {
     return m;
   }
 
-  void skip_pass() { inner_.skip_pass(); }
-
   // Above a repeat() the stream is endless, so batch p starts at item p * size exactly.
   void resume(std::int64_t p, const samplers::sampler_state& state) {
     if constexpr (U::has_repeat) {
       inner_.resume(saturating_mul(p, size_), state);
       pos_ = p;
     } else {
-      start();
-      if (advance(p) != p) throw_state_mismatch("its position is past the end of the data");
+      replay_to(*this, p, "its position is past the end of the data");
     }
   }
-
-  void save_rngs(std::vector<samplers::mt19937_state>& saved) const { inner_.save_rngs(saved); }
-  void load_rngs(const samplers::mt19937_state*& cursor) { inner_.load_rngs(cursor); }
-  [[nodiscard]] epoch_point epoch_info() const { return inner_.epoch_info(); }
 
  private:
   /// The buffer a batch needs: `size` indices, or no more than one pass of the stages below
@@ -106,13 +112,14 @@ class batch_node : public node_flags<U::traits.with_batch()> {
     return items / size_ + (items % size_ != 0 && !drop_last_ ? 1 : 0);
   }
 
-  U inner_;
   std::int64_t size_;
   bool drop_last_;
   std::vector<std::int64_t> buffer_;  // the batch handed out; reused, so batches never allocate
   std::int64_t pos_ = 0;
 };
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_SAMPLERS_BATCH_HPP

@@ -12,7 +12,9 @@
 
 #include <dtl/samplers/sampler_state.hpp>
 
-namespace dtl::inline DTL_ABI::samplers {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace samplers {
 
 /// Saves and restores its position as a sampler_state (one of Sampler's requirements, named so a
 /// failure says which).
@@ -54,6 +56,8 @@ concept IndexSampler = Sampler<P> && std::same_as<std::ranges::range_value_t<P>,
 template <class P>
 concept BatchSampler = Sampler<P> && std::same_as<std::ranges::range_value_t<P>, std::span<const std::int64_t>>;
 
-}  // namespace dtl::samplers
+}  // namespace samplers
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_SAMPLERS_CONCEPTS_HPP

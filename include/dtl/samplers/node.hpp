@@ -12,13 +12,16 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <dtl/errors.hpp>
 #include <dtl/samplers/numpy_random.hpp>
 #include <dtl/samplers/sampler_state.hpp>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// A batch as a pipeline yields it: a view into a buffer the pipeline owns and reuses, valid until
 /// the iterator is incremented.
@@ -125,6 +128,53 @@ concept IndexNode = SamplerNode<N> && !N::batched && requires(N& node, std::int6
   { node.next_n(out, k) } -> std::same_as<std::int64_t>;
 };
 
+[[noreturn]] inline void throw_state_mismatch(const char* detail) {
+  throw DataError(std::string("dtl: this sampler state does not fit this pipeline (") + detail +
+                  "). Restore a state into a pipeline built like the one that saved it: same dataset "
+                  "size, stages, batch size and world size.");
+}
+
+/// Where nothing below repeats, a position is reached by starting a fresh pass and dropping `p`
+/// items; `past_what` says which end a too-large position ran past.
+template <class Node>
+void replay_to(Node& node, std::int64_t p, const char* past_what) {
+  node.start();
+  if (node.advance(p) != p) throw_state_mismatch(past_what);
+}
+
+/// What a stage passes through to the stage it wraps unless it says otherwise (the idea of
+/// range-v3's adaptor_base): a stage derives from stage_base<the stage below, its traits> and
+/// states only what differs; a member it declares hides the base's. No virtual calls.
+template <SamplerNode U, stage_traits Traits>
+class stage_base : public node_flags<Traits> {
+ public:
+  explicit stage_base(U inner) : inner_(std::move(inner)) {}
+  [[nodiscard]] std::int64_t size() const { return inner_.size(); }
+  [[nodiscard]] std::int64_t chief_size() const { return inner_.chief_size(); }
+  void skip_pass() { inner_.skip_pass(); }
+  void save_rngs(std::vector<samplers::mt19937_state>& saved) const { inner_.save_rngs(saved); }
+  void load_rngs(const samplers::mt19937_state*& cursor) { inner_.load_rngs(cursor); }
+  [[nodiscard]] epoch_point epoch_info() const { return inner_.epoch_info(); }
+
+ protected:
+  U inner_;
+};
+
+/// What the sources (the bottom of every pipeline) share: no generator, no epoch, a resume that
+/// replays the pass to its position, and the chief seeing the whole source.
+template <class Derived>
+class source_base : public node_flags<stage_traits{}> {
+ public:
+  [[nodiscard]] std::int64_t chief_size() const { return static_cast<const Derived&>(*this).size(); }
+  void skip_pass() noexcept {}
+  void resume(std::int64_t p, const samplers::sampler_state& /*state*/) {
+    replay_to(static_cast<Derived&>(*this), p, "its position is past the end of the data");
+  }
+  void save_rngs(std::vector<samplers::mt19937_state>& /*saved*/) const {}
+  void load_rngs(const samplers::mt19937_state*& /*cursor*/) noexcept {}
+  [[nodiscard]] epoch_point epoch_info() const noexcept { return {}; }
+};
+
 /// a * b for a, b >= 0, saturating: a skip of 10^18 batches must not wrap into a small one.
 constexpr std::int64_t saturating_mul(std::int64_t a, std::int64_t b) noexcept {
   constexpr auto max = std::numeric_limits<std::int64_t>::max();
@@ -138,12 +188,8 @@ constexpr std::int64_t saturating_add(std::int64_t a, std::int64_t b) noexcept {
   return a > max - b ? max : a + b;
 }
 
-[[noreturn]] inline void throw_state_mismatch(const char* detail) {
-  throw DataError(std::string("dtl: this sampler state does not fit this pipeline (") + detail +
-                  "). Restore a state into a pipeline built like the one that saved it: same dataset "
-                  "size, stages, batch size and world size.");
-}
-
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_SAMPLERS_NODE_HPP

@@ -18,7 +18,9 @@
 
 #include <dtl/errors.hpp>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 struct numpy_random_test_access;  // defined by the tests only
 
@@ -32,15 +34,15 @@ inline std::uint32_t checked_numpy_seed(std::int64_t seed) {
   return static_cast<std::uint32_t>(seed);
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
 
-namespace dtl::inline DTL_ABI::samplers {
+namespace samplers {
 
 /// The whole state of an MT19937 generator as plain data: the same two fields numpy reports as
 /// `RandomState.get_state()[1]` (`key`) and `[2]` (`pos`), so a state can be compared with numpy's
 /// or written to a checkpoint as 625 integers.
 ///
-///     dtl::samplers::NumpyRandomState rng(42);
+///     dtl::samplers::numpy_random_state rng(42);
 ///     dtl::samplers::mt19937_state saved = rng.state();   // ... later: rng.set_state(saved);
 struct mt19937_state {
   std::array<std::uint32_t, 624> key{};  ///< the 624-word twister state
@@ -52,16 +54,16 @@ struct mt19937_state {
 /// needs. Its seeding equals `std::mt19937(seed)`; the state is kept here (not in a std::mt19937)
 /// so that it is plain data and so that whole shuffles can be skipped without materialising them.
 ///
-///     dtl::samplers::NumpyRandomState rng(0);
+///     dtl::samplers::numpy_random_state rng(0);
 ///     std::array<int, 10> x{0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
 ///     rng.shuffle(std::span(x));   // x == {2, 8, 4, 9, 1, 6, 7, 3, 0, 5}, as np.random.seed(0)
-class NumpyRandomState {
+class numpy_random_state {
  public:
   static constexpr std::size_t state_words = 624;
 
   /// Seeds like `np.random.RandomState(seed)`. Throws dtl::DataError for a seed outside
   /// [0, 2^32), which numpy rejects too.
-  explicit NumpyRandomState(std::int64_t seed) {
+  explicit numpy_random_state(std::int64_t seed) {
     auto word = detail::checked_numpy_seed(seed);
     for (std::size_t i = 0; i < state_words; ++i) {
       key_[i] = word;
@@ -71,7 +73,7 @@ class NumpyRandomState {
   }
 
   /// Continues from a state saved with state().
-  explicit NumpyRandomState(const mt19937_state& saved) { set_state(saved); }
+  explicit numpy_random_state(const mt19937_state& saved) { set_state(saved); }
 
   /// The generator as plain data, e.g. for a checkpoint.
   [[nodiscard]] mt19937_state state() const noexcept { return {key_, pos_}; }
@@ -239,6 +241,12 @@ class NumpyRandomState {
   std::uint32_t pos_ = state_words;
 };
 
-}  // namespace dtl::samplers
+/// The name before samplers/ took one naming style (snake_case, as its stages and states).
+using NumpyRandomState [[deprecated("dtl::samplers::NumpyRandomState is now numpy_random_state; the old name goes in the next release")]] =
+    numpy_random_state;
+
+}  // namespace samplers
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_SAMPLERS_NUMPY_RANDOM_HPP

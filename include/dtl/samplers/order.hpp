@@ -21,7 +21,9 @@
 #include <dtl/detail/always_false.hpp>
 #include <dtl/detail/diagnostics.hpp>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// True when `Stage` may follow a pipeline whose last stage is `Node`; otherwise a static_assert
 /// explains the rule (and the function returns false so no further errors pile up).
@@ -56,6 +58,8 @@ consteval bool check_order() {
   }
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_SAMPLERS_ORDER_HPP

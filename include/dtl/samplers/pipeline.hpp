@@ -31,12 +31,14 @@
 #include <dtl/samplers/skip.hpp>
 #include <dtl/samplers/source.hpp>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 struct pipeline_access;
 struct rejected_pipeline;
-}  // namespace dtl::detail
+}  // namespace detail
 
-namespace dtl::inline DTL_ABI::samplers {
+namespace samplers {
 
 /// A composed sampler: an input range of indices (`std::int64_t`) or, after batch(), of batches
 /// (`std::span<const std::int64_t>`, valid until the next increment). Built with `|` from
@@ -173,20 +175,19 @@ class pipeline {
   bool resumed_ = false;     // restore() positioned the pipeline; the next begin() must not restart
 };
 
-}  // namespace dtl::samplers
+}  // namespace samplers
 
-namespace dtl::inline DTL_ABI::detail {
+namespace detail {
 
 template <class T>
 inline constexpr bool is_pipeline = false;
 template <class Node>
 inline constexpr bool is_pipeline<samplers::pipeline<Node>> = true;
 
+/// A stage (`skip_stage`, ...) names the node it becomes (`Stage::node<U>`), so `|` knows a new
+/// stage from its own header alone.
 template <class T>
-inline constexpr bool is_stage =
-    std::is_same_v<T, samplers::shuffle_stage> || std::is_same_v<T, samplers::repeat_stage> ||
-    std::is_same_v<T, samplers::shard_stage> || std::is_same_v<T, samplers::batch_stage> ||
-    std::is_same_v<T, samplers::skip_stage>;
+inline constexpr bool is_stage = requires { typename T::template node<sequential_node>; };
 
 struct pipeline_access {
   template <class Node>
@@ -200,25 +201,9 @@ struct pipeline_access {
   }
 };
 
-template <class N>
-auto attach(N node, const samplers::shuffle_stage& stage) {
-  return pipeline_access::make(shuffle_node<N>(std::move(node), stage));
-}
-template <class N>
-auto attach(N node, const samplers::repeat_stage& /*stage*/) {
-  return pipeline_access::make(repeat_node<N>(std::move(node)));
-}
-template <class N>
-auto attach(N node, const samplers::shard_stage& stage) {
-  return pipeline_access::make(shard_node<N>(std::move(node), stage));
-}
-template <class N>
-auto attach(N node, const samplers::batch_stage& stage) {
-  return pipeline_access::make(batch_node<N>(std::move(node), stage));
-}
-template <class N>
-auto attach(N node, const samplers::skip_stage& stage) {
-  return pipeline_access::make(skip_node<N>(std::move(node), stage));
+template <class N, class Stage>
+auto attach(N node, const Stage& stage) {
+  return pipeline_access::make(typename Stage::template node<N>(std::move(node), stage));
 }
 
 /// What a misordered `|` evaluates to after its static_assert: a do-nothing stand-in with the
@@ -238,9 +223,9 @@ struct rejected_pipeline {
   void restore(const samplers::sampler_state& /*state*/) noexcept {}
 };
 
-}  // namespace dtl::detail
+}  // namespace detail
 
-namespace dtl::inline DTL_ABI::samplers {
+namespace samplers {
 
 /// The indices 0 .. n-1 in order: torch's SequentialSampler over a dataset of n records, and the
 /// usual start of a pipeline. Throws dtl::DataError for n < 0.
@@ -297,7 +282,9 @@ auto operator|(Left&& left, Stage&& stage) {
   }
 }
 
-}  // namespace dtl::samplers
+}  // namespace samplers
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 // repeat() makes a pipeline endless and skip() makes it shorter than its Determined len, so
 // neither may claim std::ranges::size(): std::views::take would trust it and stop early or overrun.

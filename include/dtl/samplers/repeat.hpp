@@ -11,10 +11,21 @@
 
 #include <dtl/samplers/node.hpp>
 
-namespace dtl::inline DTL_ABI::samplers {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
+template <SamplerNode U>
+class repeat_node;
+}  // namespace detail
+
+namespace samplers {
 
 /// The repeat() stage as written in a pipeline; see repeat().
-struct repeat_stage {};
+struct repeat_stage {
+  /// The node this stage becomes in a pipeline.
+  template <class U>
+  using node = detail::repeat_node<U>;
+};
 
 /// Loops over the stages before it forever; each loop is one epoch (a new shuffle). Its size() is
 /// the length of one loop, as Determined's `len(RepeatSampler(s)) == len(s)`. Training pipelines
@@ -24,19 +35,20 @@ struct repeat_stage {};
 ///     auto p = sequential(10) | batch(3) | repeat();   // [0 1 2] [3 4 5] [6 7 8] [9] [0 1 2] ...
 constexpr repeat_stage repeat() noexcept { return {}; }
 
-}  // namespace dtl::samplers
+}  // namespace samplers
 
-namespace dtl::inline DTL_ABI::detail {
+namespace detail {
 
 template <SamplerNode U>
-class repeat_node : public node_flags<U::traits.with_repeat()> {
+class repeat_node : public stage_base<U, U::traits.with_repeat()> {
+  using base = stage_base<U, U::traits.with_repeat()>;
+  using base::inner_;
+
  public:
   using value_type = typename U::value_type;
 
-  explicit repeat_node(U inner) : inner_(std::move(inner)) {}
+  repeat_node(U inner, samplers::repeat_stage /*stage*/) : base(std::move(inner)) {}
 
-  [[nodiscard]] std::int64_t size() const { return inner_.size(); }
-  [[nodiscard]] std::int64_t chief_size() const { return inner_.chief_size(); }
   [[nodiscard]] std::int64_t position() const noexcept { return pos_; }
 
   void start() {
@@ -105,8 +117,6 @@ class repeat_node : public node_flags<U::traits.with_repeat()> {
     pos_ = p;
   }
 
-  void save_rngs(std::vector<samplers::mt19937_state>& saved) const { inner_.save_rngs(saved); }
-  void load_rngs(const samplers::mt19937_state*& cursor) { inner_.load_rngs(cursor); }
   [[nodiscard]] epoch_point epoch_info() const { return {epoch_, inner_.position()}; }
 
  private:
@@ -124,11 +134,12 @@ class repeat_node : public node_flags<U::traits.with_repeat()> {
         "drop_last=true) leaves at least one batch.");
   }
 
-  U inner_;
   std::int64_t epoch_ = -1;  // epochs begun since construction, minus one
   std::int64_t pos_ = 0;     // items produced since the pass began (across epochs)
 };
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_SAMPLERS_REPEAT_HPP

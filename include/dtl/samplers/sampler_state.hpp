@@ -9,7 +9,9 @@
 
 #include <dtl/samplers/numpy_random.hpp>
 
-namespace dtl::inline DTL_ABI::samplers {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace samplers {
 
 /// Resume point of a sampler pipeline: `pipeline.state()` returns it, `pipeline.restore(state)`
 /// continues from it, and every member is a public number so a checkpoint writer can store it
@@ -45,6 +47,8 @@ struct sampler_state {
   friend bool operator==(const sampler_state&, const sampler_state&) = default;
 };
 
-}  // namespace dtl::samplers
+}  // namespace samplers
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_SAMPLERS_SAMPLER_STATE_HPP

@@ -12,7 +12,9 @@
 #include <string>
 #include <utility>
 
-namespace dtl::inline DTL_ABI::samplers {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace samplers {
 
 DTL_INLINE void to_json(nlohmann::json& j, const sampler_state& s) {
   nlohmann::json rngs = nlohmann::json::array();
@@ -41,6 +43,8 @@ DTL_INLINE void from_json(const nlohmann::json& j, sampler_state& s) {
   }
 }
 
-}  // namespace dtl::samplers
+}  // namespace samplers
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_SAMPLERS_SAMPLER_STATE_JSON_INL_HPP

@@ -10,7 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace dtl::inline DTL_ABI::samplers {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace samplers {
 
 /// `{"epoch", "offset", "position", "rngs": [{"key": [624 words], "pos"}]}` — numpy's names for
 /// the generator fields, so a state can be checked against `RandomState.get_state()`.
@@ -20,7 +22,9 @@ DTL_INLINE void to_json(nlohmann::json& j, const sampler_state& s);
 /// past 624) is a dtl::DataError naming the field.
 DTL_INLINE void from_json(const nlohmann::json& j, sampler_state& s);
 
-}  // namespace dtl::samplers
+}  // namespace samplers
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
 #include <dtl/samplers/sampler_state_json-inl.hpp>

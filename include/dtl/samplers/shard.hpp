@@ -11,12 +11,22 @@
 
 #include <dtl/samplers/node.hpp>
 
-namespace dtl::inline DTL_ABI::samplers {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
+template <SamplerNode U>
+class shard_node;
+}  // namespace detail
+
+namespace samplers {
 
 /// The shard() stage as written in a pipeline; see shard().
 struct shard_stage {
   std::int64_t rank = 0;
   std::int64_t world = 1;
+  /// The node this stage becomes in a pipeline.
+  template <class U>
+  using node = detail::shard_node<U>;
 };
 
 /// This rank's share: the i-th item goes to rank i % world, with no padding, dropping or shuffling
@@ -34,17 +44,19 @@ inline shard_stage shard(std::int64_t rank, std::int64_t world) {
   return {rank, world};
 }
 
-}  // namespace dtl::samplers
+}  // namespace samplers
 
-namespace dtl::inline DTL_ABI::detail {
+namespace detail {
 
 template <SamplerNode U>
-class shard_node : public node_flags<U::traits.with_shard()> {
+class shard_node : public stage_base<U, U::traits.with_shard()> {
+  using base = stage_base<U, U::traits.with_shard()>;
+  using base::inner_;
+
  public:
   using value_type = typename U::value_type;
 
-  shard_node(U inner, samplers::shard_stage stage)
-      : inner_(std::move(inner)), rank_(stage.rank), world_(stage.world) {}
+  shard_node(U inner, samplers::shard_stage stage) : base(std::move(inner)), rank_(stage.rank), world_(stage.world) {}
 
   [[nodiscard]] std::int64_t size() const { return share(inner_.size(), rank_); }
   [[nodiscard]] std::int64_t chief_size() const { return share(inner_.chief_size(), 0); }
@@ -90,22 +102,15 @@ class shard_node : public node_flags<U::traits.with_shard()> {
     return position() - before;
   }
 
-  void skip_pass() { inner_.skip_pass(); }
-
   // Above a repeat() the stream is endless: this rank's p-th item is item (p-1)*world + rank.
   void resume(std::int64_t p, const samplers::sampler_state& state) {
     if constexpr (U::has_repeat) {
       read_ = p == 0 ? 0 : saturating_add(saturating_mul(p - 1, world_), rank_ + 1);
       inner_.resume(read_, state);
     } else {
-      start();
-      if (advance(p) != p) throw_state_mismatch("its position is past the end of this rank's shard");
+      replay_to(*this, p, "its position is past the end of this rank's shard");
     }
   }
-
-  void save_rngs(std::vector<samplers::mt19937_state>& saved) const { inner_.save_rngs(saved); }
-  void load_rngs(const samplers::mt19937_state*& cursor) { inner_.load_rngs(cursor); }
-  [[nodiscard]] epoch_point epoch_info() const { return inner_.epoch_info(); }
 
  private:
   [[nodiscard]] std::int64_t share(std::int64_t items, std::int64_t rank) const noexcept {
@@ -121,12 +126,13 @@ class shard_node : public node_flags<U::traits.with_shard()> {
     return read > rank_ ? (read - rank_ - 1) / world_ + 1 : 0;
   }
 
-  U inner_;
   std::int64_t rank_;
   std::int64_t world_;
   std::int64_t read_ = 0;  // items of the stage below consumed this pass, this rank's or not
 };
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_SAMPLERS_SHARD_HPP

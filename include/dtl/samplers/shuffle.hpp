@@ -13,12 +13,22 @@
 #include <dtl/samplers/node.hpp>
 #include <dtl/samplers/numpy_random.hpp>
 
-namespace dtl::inline DTL_ABI::samplers {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
+template <SamplerNode U>
+class shuffle_node;
+}  // namespace detail
+
+namespace samplers {
 
 /// The shuffle() stage as written in a pipeline; see shuffle().
 struct shuffle_stage {
   std::uint32_t seed = 0;
   bool enabled = true;
+  /// The node this stage becomes in a pipeline.
+  template <class U>
+  using node = detail::shuffle_node<U>;
 };
 
 /// Reproducible shuffle, identical to Determined's ReproducibleShuffleSampler (before batch()) or
@@ -33,20 +43,21 @@ inline shuffle_stage shuffle(std::int64_t seed, bool enabled = true) {
   return {detail::checked_numpy_seed(seed), enabled};  // checked where the user wrote it
 }
 
-}  // namespace dtl::samplers
+}  // namespace samplers
 
-namespace dtl::inline DTL_ABI::detail {
+namespace detail {
 
 template <SamplerNode U>
-class shuffle_node : public node_flags<U::traits.with_shuffle()> {
+class shuffle_node : public stage_base<U, U::traits.with_shuffle()> {
+  using base = stage_base<U, U::traits.with_shuffle()>;
+  using base::inner_;
+
  public:
   using value_type = typename U::value_type;
 
   shuffle_node(U inner, samplers::shuffle_stage stage)
-      : inner_(std::move(inner)), rng_(stage.seed), epoch_start_(rng_.state()), enabled_(stage.enabled) {}
+      : base(std::move(inner)), rng_(stage.seed), epoch_start_(rng_.state()), enabled_(stage.enabled) {}
 
-  [[nodiscard]] std::int64_t size() const { return inner_.size(); }
-  [[nodiscard]] std::int64_t chief_size() const { return inner_.chief_size(); }
   [[nodiscard]] std::int64_t position() const { return enabled_ ? pos_ : inner_.position(); }
 
   // Materialising a whole epoch is Determined's algorithm (`list(sampler)` then shuffle); the
@@ -113,8 +124,7 @@ class shuffle_node : public node_flags<U::traits.with_shuffle()> {
   // Nothing under a shuffle repeats (the grammar forbids it), so a position is reached by
   // regenerating the epoch from the restored generator and dropping p items.
   void resume(std::int64_t p, const samplers::sampler_state& /*state*/) {
-    start();
-    if (advance(p) != p) throw_state_mismatch("its position is past the end of the data");
+    replay_to(*this, p, "its position is past the end of the data");
   }
 
   void save_rngs(std::vector<samplers::mt19937_state>& saved) const {
@@ -127,7 +137,6 @@ class shuffle_node : public node_flags<U::traits.with_shuffle()> {
     epoch_start_ = *cursor;
     ++cursor;
   }
-  [[nodiscard]] epoch_point epoch_info() const { return inner_.epoch_info(); }
 
  private:
   [[nodiscard]] std::int64_t count() const noexcept {
@@ -138,8 +147,7 @@ class shuffle_node : public node_flags<U::traits.with_shuffle()> {
     }
   }
 
-  U inner_;
-  samplers::NumpyRandomState rng_;
+  samplers::numpy_random_state rng_;
   samplers::mt19937_state epoch_start_;  // generator at the start of the current epoch, for state()
   bool enabled_;
   std::int64_t pos_ = 0;
@@ -148,6 +156,8 @@ class shuffle_node : public node_flags<U::traits.with_shuffle()> {
   std::vector<std::pair<std::int64_t, std::int64_t>> batches_;    // read order, and their (offset, size)
 };
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_SAMPLERS_SHUFFLE_HPP

@@ -11,11 +11,21 @@
 
 #include <dtl/samplers/node.hpp>
 
-namespace dtl::inline DTL_ABI::samplers {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
+template <SamplerNode U>
+class skip_node;
+}  // namespace detail
+
+namespace samplers {
 
 /// The skip() stage as written in a pipeline; see skip().
 struct skip_stage {
   std::int64_t count = 0;
+  /// The node this stage becomes in a pipeline.
+  template <class U>
+  using node = detail::skip_node<U>;
 };
 
 /// Drops the first k items of each pass (after batch(), k batches: Determined's SkipBatchSampler,
@@ -30,19 +40,20 @@ inline skip_stage skip(std::int64_t k) {
   return {k};
 }
 
-}  // namespace dtl::samplers
+}  // namespace samplers
 
-namespace dtl::inline DTL_ABI::detail {
+namespace detail {
 
 template <SamplerNode U>
-class skip_node : public node_flags<U::traits.with_skip()> {
+class skip_node : public stage_base<U, U::traits.with_skip()> {
+  using base = stage_base<U, U::traits.with_skip()>;
+  using base::inner_;
+
  public:
   using value_type = typename U::value_type;
 
-  skip_node(U inner, samplers::skip_stage stage) : inner_(std::move(inner)), count_(stage.count) {}
+  skip_node(U inner, samplers::skip_stage stage) : base(std::move(inner)), count_(stage.count) {}
 
-  [[nodiscard]] std::int64_t size() const { return inner_.size(); }
-  [[nodiscard]] std::int64_t chief_size() const { return inner_.chief_size(); }
   [[nodiscard]] std::int64_t position() const noexcept { return pos_; }
 
   void start() {
@@ -73,16 +84,13 @@ class skip_node : public node_flags<U::traits.with_skip()> {
     pos_ = p;
   }
 
-  void save_rngs(std::vector<samplers::mt19937_state>& saved) const { inner_.save_rngs(saved); }
-  void load_rngs(const samplers::mt19937_state*& cursor) { inner_.load_rngs(cursor); }
-  [[nodiscard]] epoch_point epoch_info() const { return inner_.epoch_info(); }
-
  private:
-  U inner_;
   std::int64_t count_;
   std::int64_t pos_ = 0;  // items of the pass produced or skipped
 };
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_SAMPLERS_SKIP_HPP

@@ -15,15 +15,16 @@
 
 #include <dtl/samplers/node.hpp>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// 0, 1, ..., n-1: torch's SequentialSampler over a dataset of n records.
-class sequential_node : public node_flags<stage_traits{}> {
+class sequential_node : public source_base<sequential_node> {
  public:
   explicit sequential_node(std::int64_t n) noexcept : n_(n) {}
 
   [[nodiscard]] std::int64_t size() const noexcept { return n_; }
-  [[nodiscard]] std::int64_t chief_size() const noexcept { return n_; }
   [[nodiscard]] std::int64_t position() const noexcept { return next_; }
 
   void start() noexcept { next_ = 0; }
@@ -43,15 +44,6 @@ class sequential_node : public node_flags<stage_traits{}> {
     next_ += m;
     return m;
   }
-  void skip_pass() noexcept {}
-
-  void resume(std::int64_t p, const samplers::sampler_state& /*state*/) {
-    start();
-    if (advance(p) != p) throw_state_mismatch("its position is past the end of the data");
-  }
-  void save_rngs(std::vector<samplers::mt19937_state>& /*saved*/) const {}
-  void load_rngs(const samplers::mt19937_state*& /*cursor*/) noexcept {}
-  [[nodiscard]] epoch_point epoch_info() const noexcept { return {}; }
 
  private:
   std::int64_t n_;
@@ -62,7 +54,7 @@ class sequential_node : public node_flags<stage_traits{}> {
 /// (lvalue) or owned (rvalue) through std::views::all, and must be re-iterable and sized because
 /// every epoch iterates it again and shuffle() and len need its size.
 template <std::ranges::view V>
-class range_node : public node_flags<stage_traits{}> {
+class range_node : public source_base<range_node<V>> {
  public:
   explicit range_node(V base) : base_(std::move(base)), it_(std::ranges::begin(base_)) {}
 
@@ -94,7 +86,6 @@ class range_node : public node_flags<stage_traits{}> {
   ~range_node() = default;
 
   [[nodiscard]] std::int64_t size() const { return static_cast<std::int64_t>(std::ranges::size(base_)); }
-  [[nodiscard]] std::int64_t chief_size() const { return size(); }
   [[nodiscard]] std::int64_t position() const noexcept { return pos_; }
 
   void start() {
@@ -121,15 +112,6 @@ class range_node : public node_flags<stage_traits{}> {
     pos_ += m;
     return m;
   }
-  void skip_pass() noexcept {}
-
-  void resume(std::int64_t p, const samplers::sampler_state& /*state*/) {
-    start();
-    if (advance(p) != p) throw_state_mismatch("its position is past the end of the data");
-  }
-  void save_rngs(std::vector<samplers::mt19937_state>& /*saved*/) const {}
-  void load_rngs(const samplers::mt19937_state*& /*cursor*/) noexcept {}
-  [[nodiscard]] epoch_point epoch_info() const noexcept { return {}; }
 
  private:
   std::ranges::iterator_t<V> iterator_at(V& base) const {
@@ -146,6 +128,8 @@ template <class R>
 concept IndexRange = std::ranges::forward_range<R> && std::ranges::sized_range<R> &&
                      std::ranges::viewable_range<R> && std::integral<std::ranges::range_value_t<R>>;
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_SAMPLERS_SOURCE_HPP

@@ -9,7 +9,9 @@
 #include <dtl/checkpoint/ivalue_json.hpp>
 #include <dtl/distributed/on_chief.hpp>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 DTL_INLINE CheckpointSession::CheckpointSession(PyTorchTrialContext& ctx, Console& console, const Callbacks& callbacks,
                                                 std::shared_ptr<CheckpointStore> store,
@@ -182,6 +184,8 @@ DTL_INLINE void CheckpointSession::warn_changed_hparams(const std::filesystem::p
                 "callbacks). Set those in code after the load to change them, or start a new run");
   loop_.set_resume_notes({{"hparams_changed_at_resume", std::move(changed)}, {"resumed_from", dir.string()}});
 }
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_TRAINER_CHECKPOINT_SESSION_INL_HPP

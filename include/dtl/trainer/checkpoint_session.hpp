@@ -27,7 +27,9 @@
 #include <string>
 #include <utility>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 struct CheckpointSessionOptions {
   bool background = true;  ///< write off the training thread, collect at the next boundary
@@ -100,7 +102,9 @@ class CheckpointSession {
   BackgroundWriter<WrittenCheckpoint> writer_;
 };
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #ifndef DTL_COMPILED_LIB
 #include <dtl/trainer/checkpoint_session-inl.hpp>

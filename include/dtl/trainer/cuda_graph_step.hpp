@@ -43,7 +43,9 @@
 #include <utility>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// What the graph needs of the run, gathered by prepare_cuda_graphs.
 struct CudaGraphSetup {
@@ -370,6 +372,8 @@ class CudaGraphStep {
 #endif
 };
 
-}  // namespace dtl::inline DTL_ABI::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_TRAINER_CUDA_GRAPH_STEP_HPP

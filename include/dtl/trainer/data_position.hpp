@@ -15,7 +15,9 @@
 #include <optional>
 #include <string>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 template <class L>
 std::string loader_description(const L& loader, const AdaptOptions& a) {
@@ -55,6 +57,8 @@ std::optional<samplers::sampler_state> resumable_position(const L& loader, const
   }
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_TRAINER_DATA_POSITION_HPP

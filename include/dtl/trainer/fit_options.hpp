@@ -16,7 +16,8 @@
 #include <optional>
 #include <string>
 
-namespace dtl::inline DTL_ABI {
+namespace dtl {
+inline namespace DTL_ABI {
 
 /// When a validation also saves a checkpoint (Determined's `checkpoint_policy`).
 enum class CheckpointPolicy {
@@ -97,6 +98,7 @@ inline FitOptions resolve_fit_options(FitOptions o, const PyTorchTrialContext& c
 }
 
 }  // namespace detail
+}  // namespace DTL_ABI
 }  // namespace dtl
 
 #endif  // DTL_TRAINER_FIT_OPTIONS_HPP

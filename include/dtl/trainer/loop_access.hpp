@@ -5,13 +5,17 @@
 
 #include <dtl/detail/abi.hpp>
 
+#include <dtl/amp/autocast.hpp>
 #include <dtl/context.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 class LoopAccess {
  public:
@@ -40,6 +44,40 @@ class LoopAccess {
   [[nodiscard]] GradScaler* scaler() const noexcept { return ctx_.scaler_.get(); }
   [[nodiscard]] bool is_update_batch() const noexcept { return ctx_.is_update_batch(); }
   [[nodiscard]] ScheduledProfiler* profiler() noexcept { return ctx_.profiler_ ? &*ctx_.profiler_ : nullptr; }
+  /// Runs `f` (train_batch and its metrics) inside apex's autocast region and loss-scale update
+  /// when configure_apex_amp was called.
+  template <class F>
+  void under_apex(F&& f) {
+    auto* apex = this->apex();
+    if (!apex) [[likely]] {
+      f();
+      return;
+    }
+    apex->begin_batch();
+    {
+      std::optional<autocast> region;
+      if (apex->autocast_enabled()) region.emplace(apex->device(), apex->dtype());
+      f();
+    }
+    if (is_update_batch()) apex->end_update_batch();
+  }
+  /// Runs `f` (a training step) as the profiler's step, a named span of its trace when it records.
+  template <class F>
+  void profiled_train_batch(F&& f) {
+    auto* profiler = this->profiler();
+    if (!profiler) [[likely]] {
+      f();
+      return;
+    }
+    profiler->before_batch();
+    if (profiler->active()) {
+      RECORD_USER_SCOPE("train_batch");
+      f();
+    } else {
+      f();
+    }
+    profiler->after_batch();
+  }
 
   // ---- at boundaries ------------------------------------------------------------------------
   [[nodiscard]] std::vector<WrappedReducer>& reducers() noexcept { return ctx_.reducers_; }
@@ -55,6 +93,8 @@ class LoopAccess {
   PyTorchTrialContext& ctx_;
 };
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_TRAINER_LOOP_ACCESS_HPP

@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 /// SIGINT/SIGTERM (install_stop_signal_handlers): a stopped run exits with 128 + signal.
 class SignalStop final : public StopSource {
@@ -55,6 +57,8 @@ inline std::vector<std::shared_ptr<StopSource>> default_stop_sources(const PyTor
   return {std::make_shared<SignalStop>(), std::make_shared<RequestedStop>(ctx)};
 }
 
-}  // namespace dtl::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_TRAINER_STOP_SOURCES_HPP

@@ -16,7 +16,9 @@
 #include <string>
 #include <unordered_set>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 inline void check_models_wrapped(const PyTorchTrialContext& ctx) {
   const std::string unknown =
@@ -44,6 +46,8 @@ inline void check_models_wrapped(const PyTorchTrialContext& ctx) {
   }
 }
 
-}  // namespace dtl::inline DTL_ABI::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
 #endif  // DTL_TRAINER_WRAPPED_MODELS_HPP

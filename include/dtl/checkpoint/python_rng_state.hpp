@@ -4,8 +4,8 @@
 // random.seed(seed)). dtl has neither generator (its shuffles are seeded samplers); Determined's
 // _load restores both keys unconditionally, so a checkpoint without them fails there (KeyError).
 // Both are MT19937 (the reference mt19937ar.c seeding: init_genrand, init_by_array).
-#ifndef DTL_DETAIL_PYTHON_RNG_STATE_HPP
-#define DTL_DETAIL_PYTHON_RNG_STATE_HPP
+#ifndef DTL_CHECKPOINT_PYTHON_RNG_STATE_HPP
+#define DTL_CHECKPOINT_PYTHON_RNG_STATE_HPP
 
 #include <dtl/detail/abi.hpp>
 
@@ -16,12 +16,14 @@
 #include <cstdint>
 #include <vector>
 
-namespace dtl::inline DTL_ABI::detail {
+namespace dtl {
+inline namespace DTL_ABI {
+namespace detail {
 
 using mt19937_key = std::array<std::uint32_t, 624>;
 
 /// init_genrand(s): the samplers' numpy RandomState seeds this way (samplers/numpy_random.hpp).
-inline mt19937_key mt_init_genrand(std::uint32_t s) { return samplers::NumpyRandomState(s).state().key; }
+inline mt19937_key mt_init_genrand(std::uint32_t s) { return samplers::numpy_random_state(s).state().key; }
 
 inline mt19937_key mt_init_by_array(const std::vector<std::uint32_t>& key) {
   auto mt = mt_init_genrand(19650218u);
@@ -61,6 +63,8 @@ inline mt19937_key numpy_seeded_key(std::uint64_t seed) {
 /// The key of Python's `random.seed(seed)`.
 inline mt19937_key python_random_seeded_key(std::uint64_t seed) { return mt_init_by_array(seed_words(seed)); }
 
-}  // namespace dtl::inline DTL_ABI::detail
+}  // namespace detail
+}  // namespace DTL_ABI
+}  // namespace dtl
 
-#endif  // DTL_DETAIL_PYTHON_RNG_STATE_HPP
+#endif  // DTL_CHECKPOINT_PYTHON_RNG_STATE_HPP
