@@ -33,9 +33,10 @@ packages=(
   libcurl4-openssl-dev                    # the Determined cluster client (docs/cluster.md)
 )
 # --tests: what only the test suite needs besides. A headless browser opens metrics.html at
-# 1200x900 and checks its screenshot as a person would look (tests/tools/plot_metrics_test.sh).
+# 1200x900 and checks its screenshot as a person would look (tests/tools/plot_metrics_test.sh);
+# Universal Ctags lists dtl's classes and functions (tests/tools/ctags_test.sh).
 if $tests; then
-  packages+=(chromium-headless-shell)
+  packages+=(chromium-headless-shell universal-ctags)
 fi
 
 missing=()
