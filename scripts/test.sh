@@ -90,55 +90,11 @@ link_fail() {  # build dir, the other LibTorch's libdtl.a: mixing fails to link 
   summary_counts "$log/lf.out" link-fail
 }
 
-examples() {  # build dir, label, python: the example programs as a user runs them
-  local b=$1 label=$2 py=$3 r="$run/$2"
-  mkdir -p "$r"
-  echo "== examples ($label)"
-  check "$label:onevar_analytic" bash -c "$b/examples/onevar --run-dir '$r/onevar' --max-length batches=100 | grep -q 'w = 0.18143'"
-  # The same example built against libdtl (DTL_COMPILED_LIB) trains to the same numbers.
-  check "$label:onevar_compiled_lib" bash -c "$b/examples/onevar_compiled --run-dir '$r/onevar_c' --max-length batches=100 | grep -q 'w = 0.18143' && diff <(sed 's/\"seconds\":[0-9.e-]*//' '$r/onevar_c/metrics.jsonl') <(sed 's/\"seconds\":[0-9.e-]*//' '$r/onevar/metrics.jsonl')"
-  # Validation every 50 of 100 batches: workloads end at 50 and 100, each reporting training metrics.
-  check "$label:onevar_metrics_jsonl" bash -c "test \$(grep -c '\"type\":\"training\"' '$r/onevar/metrics.jsonl') -eq 2 && test \$(grep -c '\"type\":\"validation\",\"steps_completed\":100' '$r/onevar/metrics.jsonl') -eq 1"
-  check "$label:onevar_bad_flag" bash -c "$b/examples/onevar --max-lenght batches=1 2>&1 | grep -q \"did you mean '--max-length'\"; test \${PIPESTATUS[0]} -eq 2"
-  # A global batch size far beyond the data is its one short batch (it was std::bad_alloc); a
-  # misspelled --hparam is an error with a did-you-mean (it was ignored).
-  check "$label:onevar_huge_batch" bash -c "$b/examples/onevar --run-dir '$r/huge' --max-length batches=2 --hparam global_batch_size=100000000000000"
-  check "$label:onevar_hparam_typo" bash -c "$b/examples/onevar --run-dir '$r/typo' --hparam learnig_rate=0.1 2>&1 | grep -q \"did you mean 'learning_rate'\"; test \${PIPESTATUS[0]} -eq 2"
-  # Asking for CUDA where there is none is one line and exit status 2, in every build.
-  check "$label:onevar_no_cuda" bash -c "out=\$(CUDA_VISIBLE_DEVICES= $b/examples/onevar --run-dir '$r/nocuda' --device cuda:0 2>&1); rc=\$?; echo \"\$out\"; test \$rc -eq 2 && test \$(wc -l <<<\"\$out\") -eq 1 && grep -q '^error: dtl: --device cuda:0: ' <<<\"\$out\""
-  # Errors reach a main() without try/catch as one line and a documented status, never an abort:
-  # 2 for a usage mistake (a --resume directory that does not exist), 1 for a corrupt checkpoint.
-  check "$label:onevar_resume_missing" bash -c "out=\$($b/examples/onevar --run-dir '$r/r1' --resume /nonexistent/ckpt 2>&1); rc=\$?; echo \"\$out\"; test \$rc -eq 2 && grep -q '^error: dtl: --resume /nonexistent/ckpt: no such checkpoint directory' <<<\"\$out\" && ! grep -q 'terminate called' <<<\"\$out\""
-  check "$label:onevar_resume_corrupt" bash -c "$b/examples/onevar --run-dir '$r/r2' --max-length batches=10 >/dev/null && ck='$r/r2/checkpoints/'\$(cat '$r/r2/checkpoints/latest') && truncate -s 100 \"\$ck/state_dict.pth\" && out=\$($b/examples/onevar --run-dir '$r/r2' --resume latest --max-length batches=20 2>&1); rc=\$?; echo \"\$out\"; test \$rc -eq 1 && grep -q '^error: dtl: checkpoint' <<<\"\$out\" && ! grep -q 'terminate called' <<<\"\$out\""
-  # A restart-on-failure loop can always pass --resume latest: with no checkpoint yet it starts over.
-  check "$label:onevar_resume_latest_fresh" bash -c "out=\$($b/examples/onevar --run-dir '$r/r3' --resume latest --max-length batches=10 2>&1) && echo \"\$out\" && grep -q 'no checkpoint in .* yet; starting from the beginning' <<<\"\$out\" && test -f '$r/r3/checkpoints/latest'"
-  # Preemption: SIGTERM checkpoints at the next boundary and exits 128 + 15.
-  check "$label:onevar_sigterm" bash -c "$b/examples/onevar --run-dir '$r/sig' --max-length batches=100000000 > '$r/sig.out' 2>&1 & pid=\$!; sleep 1.5; kill -TERM \$pid; wait \$pid; rc=\$?; cat '$r/sig.out'; test \$rc -eq 143 && grep -q 'by SIGTERM, checkpoint saved; the program exits with status 143' '$r/sig.out' && test -f '$r/sig/checkpoints/latest'"
-  # One run directory, one process: a second run on it fails at once, naming the holder (exit 2).
-  check "$label:onevar_run_dir_in_use" bash -c "$b/examples/onevar --run-dir '$r/lock' --max-length batches=100000000 >/dev/null 2>&1 & pid=\$!; sleep 1; out=\$($b/examples/onevar --run-dir '$r/lock' --max-length batches=10 2>&1); rc=\$?; kill -TERM \$pid; wait \$pid; echo \"\$out\"; test \$rc -eq 2 && grep -q \"is in use by another run (pid \$pid on\" <<<\"\$out\" && $b/examples/onevar --run-dir '$r/lock' --resume latest --max-length batches=10 >/dev/null"
-  # A full disk at a checkpoint: exit 1 naming the file and ENOSPC, `latest` still the previous
-  # checkpoint, which the next run resumes (after removing the failed write's leftovers).
-  local fault=$b/tests/dtl_fault.so
-  check "$label:onevar_disk_full" bash -c "$b/examples/onevar --run-dir '$r/full' --max-length batches=10 >/dev/null && old=\$(cat '$r/full/checkpoints/latest') && out=\$(DTL_FAULT=enospc DTL_FAULT_PATH=/checkpoints/ LD_PRELOAD=$fault $b/examples/onevar --run-dir '$r/full' --resume latest --max-length batches=20 2>&1); rc=\$?; echo \"\$out\"; test \$rc -eq 1 && grep -q '^error: dtl: checkpoint: cannot write .*No space left on device' <<<\"\$out\" && ! grep -q 'terminate called' <<<\"\$out\" && test \"\$(cat '$r/full/checkpoints/latest')\" = \"\$old\" && $b/examples/onevar --run-dir '$r/full' --resume latest --max-length batches=20 2>&1 | grep -q 'removed .*left by an interrupted checkpoint write'"
-  # A file-size limit (ulimit -f) at a checkpoint: SIGXFSZ is ignored, as Python does, so the write
-  # fails with EFBIG, reported like a full disk (exit 1, the file named), never a silent death by
-  # the signal (exit 153); a run without the limit then resumes.
-  check "$label:onevar_file_size_limit" bash -c "out=\$( (ulimit -f 2; exec $b/examples/onevar --run-dir '$r/fsize' --max-length batches=10) 2>&1); rc=\$?; echo \"\$out\"; test \$rc -eq 1 && grep -q '^error: dtl: .*File too large' <<<\"\$out\" && $b/examples/onevar --run-dir '$r/fsize' --resume latest --max-length batches=10 >/dev/null"
-  # A run directory on a read-only file system: exit 2 naming it, nothing in it changed; its
-  # checkpoint still resumes into a writable run directory.
-  # A checkpoint directory that becomes unwritable mid-run: one line in dtl's words (it was
-  # libstdc++'s "filesystem error: cannot create directories"), exit 1, earlier checkpoints intact.
-  check "$label:onevar_checkpoint_dir_unwritable" bash -c "$b/examples/onevar --run-dir '$r/unw' --max-length batches=10 >/dev/null && old=\$(cat '$r/unw/checkpoints/latest') && out=\$(DTL_FAULT=erofs DTL_FAULT_PATH=/checkpoints/.tmp- LD_PRELOAD=$fault $b/examples/onevar --run-dir '$r/unw' --resume latest --max-length batches=20 2>&1); rc=\$?; echo \"\$out\"; test \$rc -eq 1 && grep -q '^error: dtl: checkpoint: cannot create the directory .*Read-only file system; make .* writable' <<<\"\$out\" && ! grep -q 'filesystem error' <<<\"\$out\" && test \"\$(cat '$r/unw/checkpoints/latest')\" = \"\$old\" && test -f '$r/unw/checkpoints/'\$old/state_dict.pth"
-  check "$label:onevar_read_only" bash -c "sum() { find '$r/full' -type f | sort | xargs md5sum; }; before=\$(sum); out=\$(DTL_FAULT=erofs DTL_FAULT_PATH='$r/full' LD_PRELOAD=$fault $b/examples/onevar --run-dir '$r/full' --resume latest --max-length batches=30 2>&1); rc=\$?; echo \"\$out\"; test \$rc -eq 2 && grep -q 'Read-only file system. A run writes its metrics and checkpoints there: pass a writable --run-dir' <<<\"\$out\" && test \"\$(sum)\" = \"\$before\" && DTL_FAULT=erofs DTL_FAULT_PATH='$r/full' LD_PRELOAD=$fault $b/examples/onevar --run-dir '$r/elsewhere' --resume '$r/full/checkpoints/'\$(cat '$r/full/checkpoints/latest') --max-length batches=30 >/dev/null"
-  # The examples a user copies: each trains briefly; roc_auc's reducer also runs across 2 torchrun ranks.
-  check "$label:gan_example" bash -c "$b/examples/gan --run-dir '$r/gan' --max-length batches=128 > '$r/gan.out' 2>&1 || { cat '$r/gan.out'; exit 1; }; grep -q '\"validation_gap\"' '$r/gan/metrics.jsonl'"
-  local auc="import json,sys; v=[json.loads(l) for l in open(sys.argv[1])]; a=[r['metrics']['validation_auc'] for r in v if r['type']=='validation']; print('auc', a); sys.exit(0 if a and a[-1] > 0.8 else 1)"
-  check "$label:roc_auc_example" bash -c "$b/examples/roc_auc --run-dir '$r/auc' --max-length batches=64 > '$r/auc.out' 2>&1 || { cat '$r/auc.out'; exit 1; }; python3 -c \"$auc\" '$r/auc/metrics.jsonl'"
-  # torchrun of the Python whose torch is this LibTorch (the agent's store speaks its protocol).
-  check "$label:roc_auc_torchrun" bash -c "$py -m torch.distributed.run --nproc_per_node 2 --redirects 9:1 --tee 9:1 --master_port 29631 --no_python $b/examples/roc_auc --run-dir '$r/auc2' --max-length batches=64 > '$r/auc2.out' 2>&1 || { cat '$r/auc2.out'; exit 1; }; python3 -c \"$auc\" '$r/auc2/metrics.jsonl'"
-  check "$label:fashion_mnist_test_mode" "$b/examples/fashion_mnist" --test-mode --run-dir "$r/fmnist"
-  check "$label:fashion_mnist_checkpoint" bash -c "test -f '$r/fmnist/checkpoints/latest' && test -f '$r/fmnist/checkpoints/'\$(cat '$r/fmnist/checkpoints/latest')/metadata.json"
-  check "$label:fashion_mnist_missing_data" bash -c "$b/examples/fashion_mnist --test-mode --run-dir '$r/x' --hparam data_dir=/nonexistent 2>&1 | grep -q 'apt-get install dataset-fashion-mnist'"
+examples() {  # build dir, label, python: the example programs as a user runs them (tests/examples/run.sh)
+  echo "== examples ($2)"
+  bash tests/examples/run.sh "$1" "$2" "$3" "$run/examples-$2" >"$log/examples-$2.out" 2>&1
+  cat "$log/examples-$2.out"
+  summary_counts "$log/examples-$2.out" examples
 }
 
 # ---- 1. the pinned LibTorch 2.x, CUDA configuration ---------------------------------------
@@ -221,8 +177,11 @@ fi
 check plot_metrics bash tests/tools/plot_metrics_test.sh
 check diagnostics_page python3 scripts/gen_diagnostics.py --check
 check docs_fences bash tests/tools/check_docs_test.sh
+check ctags bash tests/tools/ctags_test.sh
 check docs_site env DTL_SKIP_SETUP=1 bash scripts/docs.sh
 check layering python3 tools/check_layering.py
+check layering_tool bash tests/tools/check_layering_test.sh
+check function_length python3 tools/check_function_length.py
 mark "torch-free tests, plots, docs"
 
 echo "== time taken"
