@@ -314,7 +314,11 @@ TEST_CASE("a rank killed mid-run: the survivor exits non-zero within the timeout
                                        // collective.
                                        {"DTL_TEST_CKPT_SLEEP_MS", victim == 0 ? "300" : "0"},
                                        {"DTL_DIST_TIMEOUT", "20"}}});
-    std::this_thread::sleep_for(std::chrono::seconds(3));
+    // Mid-run: once the chief has reported a training workload, both ranks are past connecting
+    // (a fixed delay killed a rank still starting on a loaded machine, and the survivor rightly
+    // said it could not connect instead).
+    for (int i = 0; i < 600 && slurp((run / "metrics.jsonl").string()).find("\"training\"") == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     ::kill(pids[static_cast<std::size_t>(victim)], SIGKILL);
     const auto t0 = Clock::now();
     const auto survivor = 1 - victim;
