@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Benchmarks, in optimized builds of their own: build-bench-torch2/ against the pinned LibTorch 2.x
 # (.venv) and build-bench/ against Debian's 1.13. Every benchmark measures its baseline in the same
-# run; tools/bench_table.py runs them all, measures the compile-time cost of <dtl/trainer.hpp>,
-# and writes one Markdown table per LibTorch (with the machine and its load) into
-# docs/benchmarks.md. Full output: build-bench*/bench.log. About 15 minutes per LibTorch.
+# run; tools/bench_table.py runs them all, measures the compile-time cost of <dtl/trainer.hpp>
+# and a trial's rebuild from a precompiled <dtl/pch.hpp>, and writes one Markdown table per
+# LibTorch (with the machine and its load) into docs/benchmarks.md. Full output:
+# build-bench*/bench.log. About 25 minutes per LibTorch, 18 of them the compile-time rows.
 #   scripts/bench.sh                     both LibTorch versions, the tables written into docs/
 #   scripts/bench.sh --libtorch wheel    one of them (wheel or debian)
 #   scripts/bench.sh --quick             fewer rounds, the tables printed only (a smoke run)
-#   scripts/bench.sh --only trainer_overhead compile_time
+#   scripts/bench.sh --only trainer_overhead compile_time               printed only
+#   scripts/bench.sh --libtorch wheel --only compile_time --rows-only   these rows written into the table
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which=(wheel debian)

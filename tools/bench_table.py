@@ -2,12 +2,17 @@
 """Runs every benchmark in build-bench/bench and writes one Markdown table into docs/benchmarks.md.
 
 Each benchmark measures its baseline in the same run and prints its headline rows as lines that
-start with "ROW |" (bench/table_row.hpp); this collects them in order, adds the compile-time cost
-of `#include <dtl/trainer.hpp>` over `<torch/torch.h>` alone (measured here, interleaved), and
-writes the table, the machine and its load between the markers in docs/benchmarks.md. The whole
-output of every benchmark goes to build-bench/bench.log.
+start with "ROW |" (bench/table_row.hpp); this collects them in order, adds the compile-time rows
+(measured here, interleaved: the cost of `#include <dtl/trainer.hpp>` over `<torch/torch.h>`
+alone, and a trial's rebuild with a precompiled <dtl/pch.hpp> against libdtl), and writes the
+table, the machine and its load between the markers in docs/benchmarks.md. The whole output of
+every benchmark goes to build-bench/bench.log.
 
-    tools/bench_table.py [--libtorch wheel|debian] [--quick] [--no-write] [--only NAME ...]
+    tools/bench_table.py [--libtorch wheel|debian] [--quick] [--no-write] [--only NAME ...] [--rows-only]
+
+--only runs some benchmarks and prints their rows; with --rows-only it also writes them into the
+page's table, each replacing the row with the same first cell (a new row goes at the table's end),
+and notes under the table when, on which commit and at what load they were measured.
 
 --libtorch picks the build: build-bench-torch2/ against the pinned LibTorch 2.x in .venv (its
 Python loop on that torch), or build-bench/ against Debian's 1.13 (Debian's python3-torch). Each
@@ -63,7 +68,9 @@ BENCHES = [
 ]
 
 COMPILE_FLAGS = ["-std=c++20", "-O2", "-D_GLIBCXX_USE_CXX11_ABI=1", "-DUSE_DISTRIBUTED", "-DUSE_C10D_GLOO",
-                 "-I" + str(ROOT / "include"), "-c", "-o", os.devnull]
+                 "-I" + str(ROOT / "include")]
+# The trial whose rebuild the precompiled-header row times: a small one (Determined's OneVar).
+PCH_TRIAL = ROOT / "examples" / "onevar.cpp"
 
 
 def wheel_includes(python):
@@ -104,40 +111,57 @@ def load():
     return "%.2f %.2f %.2f" % os.getloadavg()
 
 
-def compile_seconds(source, includes, extra=()):
-    """CPU seconds (user + system) of one g++ run: less sensitive to a shared machine than wall time."""
+def compile_seconds(source, includes, extra=(), output=os.devnull):
+    """CPU seconds (user + system) of one g++ run: less sensitive to a shared machine than wall time.
+    A source ending in .hpp is compiled as a precompiled header into `output`."""
+    what = ["-x", "c++-header", str(source)] if str(source).endswith(".hpp") else ["-c", str(source)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(["g++-12", *COMPILE_FLAGS, *includes, *extra, str(source)], check=True)
+    subprocess.run(["g++-12", *COMPILE_FLAGS, *includes, *extra, *what, "-o", str(output)], check=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def compile_time_rows(rounds, includes, log):
     """An empty main with <torch/torch.h> alone, with <dtl/trainer.hpp> header-only, and with it
-    against libdtl (DTL_COMPILED_LIB: the headers declare, src/dtl.cpp defines), interleaved, the
-    order rotating each round."""
+    against libdtl (DTL_COMPILED_LIB: the headers declare, src/dtl.cpp defines); and a trial
+    (PCH_TRIAL) rebuilt against libdtl with <dtl/pch.hpp> precompiled once, before the rounds, with
+    the same flags. Interleaved, the order rotating each round."""
     work = BUILD / "compile-time"
     work.mkdir(parents=True, exist_ok=True)
     torch_only = work / "torch_only.cpp"
     trainer = work / "trainer.cpp"
     torch_only.write_text("#include <torch/torch.h>\nint main() {}\n")
     trainer.write_text("#include <dtl/trainer.hpp>\nint main() {}\n")
-    contenders = [(torch_only, ()), (trainer, ()), (trainer, ("-DDTL_COMPILED_LIB",))]
+    # The .gch alone, without the header beside it: a PCH that g++ rejects (flags that differ)
+    # fails the compile, instead of timing one that parses the headers.
+    gch = work / "pch" / "dtl" / "pch.hpp.gch"
+    gch.parent.mkdir(parents=True, exist_ok=True)
+    compiled_lib = ("-DDTL_COMPILED_LIB",)
+    pch_build = compile_seconds(ROOT / "include" / "dtl" / "pch.hpp", includes, compiled_lib, output=gch)
+    pch_mb = gch.stat().st_size / 1e6
+    log.write(f"== compile time: the precompiled <dtl/pch.hpp> (DTL_COMPILED_LIB) took {pch_build:.1f} s, "
+              f"{pch_mb:.0f} MB\n")
+    with_pch = compiled_lib + ("-Winvalid-pch", "-include", str(gch.with_suffix("")))
+    contenders = [(torch_only, ()), (trainer, ()), (trainer, compiled_lib), (PCH_TRIAL, with_pch)]
     times = [[] for _ in contenders]
     for r in range(rounds):
         for k in range(len(contenders)):
             i = (k + r) % len(contenders)
             times[i].append(compile_seconds(contenders[i][0], includes, contenders[i][1]))
     med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
-    base, header, compiled = (med(t) for t in times)
+    base, header, compiled, trial = (med(t) for t in times)
     log.write(f"== compile time, {rounds} rounds: torch.h {times[0]} s, trainer.hpp {times[1]} s, "
-              f"trainer.hpp with DTL_COMPILED_LIB {times[2]} s\n")
+              f"trainer.hpp with DTL_COMPILED_LIB {times[2]} s, {PCH_TRIAL.name} with the PCH {times[3]} s\n")
     rows = []
     for what, t in (("header-only", header), ("with libdtl (`DTL_COMPILED_LIB`)", compiled)):
         ratio = t / base
         rows.append(f"| Compile an empty `main` at -O2: `#include <dtl/trainer.hpp>` {what} vs `<torch/torch.h>` "
                     f"alone (CPU s) | {t:.1f} s | {base:.1f} s | {ratio:.3f} | < 1.15 | {'yes' if ratio < 1.15 else '**no**'} |")
-    return rows
+    ratio = trial / base
+    rows.append(f"| Rebuild a trial at -O2 (`examples/{PCH_TRIAL.name}`) against libdtl with a precompiled "
+                f"`<dtl/pch.hpp>` vs an empty `main` with `<torch/torch.h>` (CPU s) | {trial:.1f} s | {base:.1f} s | "
+                f"{ratio:.3f} | <= 0.5 | {'yes' if ratio <= 0.5 else '**no**'} |")
+    return rows, f"the precompiled `<dtl/pch.hpp>` took {pch_build:.1f} s once ({pch_mb:.0f} MB)"
 
 
 def run_bench(name, args, pinned, python, log):
@@ -169,6 +193,42 @@ def write_doc(block):
     DOC.write_text(head + BEGIN + "\n" + block + END + tail)
 
 
+def first_cell(row):
+    return row.split("|")[1].strip()
+
+
+def write_rows(rows, note, stale=()):
+    """--rows-only: each row replaces the table's row with the same first cell (a new one goes at the
+    end of the table); `note` replaces the note a --rows-only run left under the table before, and
+    the lines starting with one of `stale` go (what a full run wrote of the rows measured again)."""
+    text = DOC.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{DOC} has no {BEGIN} ... {END} markers")
+    head, rest = text.split(BEGIN, 1)
+    block, tail = rest.split(END, 1)
+    lines = block.split("\n")
+    table = [n for n, line in enumerate(lines) if line.startswith("| ")]
+    if not table:
+        raise SystemExit(f"{DOC}: no table between {BEGIN} and {END}; run a full scripts/bench.sh first")
+    for row in rows:
+        same = [n for n in table if first_cell(lines[n]) == first_cell(row)]
+        if same:
+            lines[same[0]] = row
+        else:
+            table.append(table[-1] + 1)
+            lines.insert(table[-1], row)
+    lines = [line for line in lines if not line.startswith((ROWS_NOTE, *stale))]
+    end = max(n for n, line in enumerate(lines) if line.startswith("| "))
+    after = [line for line in lines[end + 1:] if line.strip()]
+    # (a blank line ends the table: a line right below it would be read as one more row)
+    lines = lines[:end + 1] + [""] + [f"{ROWS_NOTE} {note}"] + after + [""]
+    DOC.write_text(head + BEGIN + "\n".join(lines) + END + tail)
+
+
+ROWS_NOTE = "Rows re-measured alone (--rows-only):"
+COMPILE_NOTE = "Compile time:"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run; not for the docs)")
@@ -176,6 +236,8 @@ def main():
     ap.add_argument("--only", nargs="*", help="benchmarks to run (names as in build-bench/bench)")
     ap.add_argument("--libtorch", choices=sorted(LIBTORCH), default="wheel",
                     help="which build: the pinned LibTorch 2.x (wheel, default) or Debian's 1.13")
+    ap.add_argument("--rows-only", action="store_true",
+                    help="with --only: write the rows measured into the page's table, the other rows left as they are")
     opts = ap.parse_args()
     global BUILD, BEGIN, END
     lt = LIBTORCH[opts.libtorch]
@@ -186,6 +248,7 @@ def main():
     started = datetime.datetime.now(datetime.timezone.utc)
     load_before = load()
     rows = []
+    compile_note = ""
     with open(BUILD / "bench.log", "w") as log:
         for name, (full, quick), pinned in BENCHES:
             if opts.only and name not in opts.only:
@@ -194,7 +257,8 @@ def main():
             rows += run_bench(name, quick if opts.quick else full, pinned, python, log)
         if not opts.only or "compile_time" in opts.only:
             print("== compile time", flush=True)
-            rows += compile_time_rows(1 if opts.quick else 5, includes, log)
+            compile_rows, compile_note = compile_time_rows(1 if opts.quick else 5, includes, log)
+            rows += compile_rows
     load_after = load()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip() or "?"
@@ -214,11 +278,18 @@ def main():
         "| benchmark | dtl | baseline | ratio | target | met |",
         "| --- | --- | --- | --- | --- | --- |",
         *rows,
+        *(["", f"{COMPILE_NOTE} {compile_note}."] if compile_note else []),
         "",
     ])
     print()
     print(block)
-    if not opts.no_write and not opts.quick and not opts.only:
+    if opts.rows_only and not opts.no_write and not opts.quick and opts.only:
+        note = (f"{', '.join(opts.only)}, {started:%Y-%m-%d %H:%M} UTC on commit `{commit}`"
+                f"{' (with local changes)' if dirty else ''}, load before {load_before}, after {load_after}"
+                f"{'; ' + compile_note if compile_note else ''}.")
+        write_rows(rows, note, (COMPILE_NOTE,) if compile_note else ())
+        print(f"{len(rows)} rows written into {DOC.relative_to(ROOT)}")
+    elif not opts.no_write and not opts.quick and not opts.only:
         write_doc(block)
         print(f"written into {DOC.relative_to(ROOT)}")
 

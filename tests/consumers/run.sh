@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Proves each way of consuming dtl from someone else's project, by building and running the same
 # small external trial (tests/consumers/trial.cpp) through it:
-#   1. pkg-config on the installed tree: one plain g++ command (dtl, and dtl-compiled: libdtl);
-#   2. CMake on the installed tree: find_package(dtl CONFIG REQUIRED) + dtl::dtl, and dtl::compiled;
-#   3. a meson project with dtl as a subproject through a wrap file;
+#   1. pkg-config on the installed tree: one plain g++ command (dtl), and dtl-compiled (libdtl) with a
+#      precompiled <dtl/pch.hpp>: the two commands of docs/building.md, "Faster trial builds";
+#   2. CMake on the installed tree: find_package(dtl CONFIG REQUIRED) + dtl::dtl, and dtl::compiled
+#      with target_precompile_headers(... <dtl/pch.hpp>);
+#   3. a meson project with dtl as a subproject through a wrap file: dependency('dtl');
 #   4. the Conan recipe, by a real Conan 2 client (the test suite's .venv has one): `conan create`
 #      with no remote, header-only and libdtl, then the trial built from each Conan package through
 #      the pkg-config file Conan generates.
 # Each way header-only and against libdtl (dtl-compiled, dtl::compiled), except the meson
-# subproject (header-only: its libdtl build is meson's own, already tested here).
+# subproject (header-only: its libdtl build is meson's own, already tested here). Every build with
+# a precompiled header fails if g++ cannot use it (-Werror=invalid-pch), instead of parsing the
+# headers unnoticed.
 # Usage: tests/consumers/run.sh [WORKDIR] [TORCH]   (default: build-consumers/, /usr)
 #   TORCH: meson's torch_prefix, a LibTorch prefix or a python3 whose torch carries LibTorch.
 # DTL_CONSUMERS_ONLY=header-only: pkg-config and CMake, header-only (what scripts/test.sh runs for
@@ -47,10 +51,29 @@ pkgconfig_build() {  # name, PKG_CONFIG_PATH, module: one plain g++ command
   # shellcheck disable=SC2086
   "$cxx" "$root/tests/consumers/trial.cpp" $flags -o "$work/app-$1"
 }
+pkgconfig_pch_build() {  # name, PKG_CONFIG_PATH, module: the .gch of <dtl/pch.hpp>, then the trial with it
+  local cflags libs includedir
+  echo "== pkg-config ($1): <dtl/pch.hpp> precompiled with \$(pkg-config --cflags $3), then" \
+    "$cxx -Ipch -include dtl/pch.hpp trial.cpp \$(pkg-config --cflags --libs $3)"
+  cflags=$(PKG_CONFIG_PATH="$2" pkg-config --cflags "$3")
+  libs=$(PKG_CONFIG_PATH="$2" pkg-config --libs "$3")
+  includedir=$(PKG_CONFIG_PATH="$2" pkg-config --variable=includedir "$3")
+  mkdir -p "$work/pch-$1/dtl"
+  # -pthread: the .pc has it among the link flags, and in a compile it defines _REENTRANT, which a
+  # precompiled header must agree on.
+  # shellcheck disable=SC2086
+  "$cxx" $cflags -pthread -x c++-header "$includedir/dtl/pch.hpp" -o "$work/pch-$1/dtl/pch.hpp.gch"
+  # -H lists what the compile read: the .gch must be the first ("! NAME.gch": used).
+  # shellcheck disable=SC2086
+  "$cxx" -H -Werror=invalid-pch -I"$work/pch-$1" -include dtl/pch.hpp "$root/tests/consumers/trial.cpp" $cflags $libs \
+    -o "$work/app-$1" 2>"$work/$1.includes" || { grep -v '^\.' "$work/$1.includes"; return 1; }
+  grep -qx "! $work/pch-$1/dtl/pch.hpp.gch" "$work/$1.includes" ||
+    { echo "consumers: $1 did not use $work/pch-$1/dtl/pch.hpp.gch"; return 1; }
+}
 # Two builds at a time (the machine has two cores); each app runs once both are built.
 build1=
 if [ -z "$docs_routes" ]; then pkgconfig_build pkgconfig "$pcdir" dtl & build1=$!; fi
-if $compiled; then pkgconfig_build pkgconfig-compiled "$pcdir" dtl-compiled; fi
+if $compiled; then pkgconfig_pch_build pkgconfig-compiled "$pcdir" dtl-compiled; fi
 [ -n "$build1" ] && wait "$build1"
 [ -z "$docs_routes" ] && run_app "$work/app-pkgconfig" pkgconfig
 $compiled && run_app "$work/app-pkgconfig-compiled" pkgconfig-compiled
