@@ -174,6 +174,14 @@ std::vector<std::string> torchrun(std::initializer_list<std::string> args) {
   return cmd;
 }
 
+// Mid-run: once the chief has reported a training workload, both ranks are past connecting. A fixed
+// delay stopped or killed a rank still starting on a loaded machine (seen in CI on both tests), and the
+// other rank then rightly said it could not connect instead of what the test looks for.
+void wait_until_training(const fs::path& run) {
+  for (int i = 0; i < 600 && slurp((run / "metrics.jsonl").string()).find("\"training\"") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
 }  // namespace
 
 TEST_CASE("2 ranks x batch b == 1 rank x batch 2b == 1 rank x b with aggregation 2; reducers agree") {
@@ -314,11 +322,7 @@ TEST_CASE("a rank killed mid-run: the survivor exits non-zero within the timeout
                                        // collective.
                                        {"DTL_TEST_CKPT_SLEEP_MS", victim == 0 ? "300" : "0"},
                                        {"DTL_DIST_TIMEOUT", "20"}}});
-    // Mid-run: once the chief has reported a training workload, both ranks are past connecting
-    // (a fixed delay killed a rank still starting on a loaded machine, and the survivor rightly
-    // said it could not connect instead).
-    for (int i = 0; i < 600 && slurp((run / "metrics.jsonl").string()).find("\"training\"") == std::string::npos; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    wait_until_training(run);
     ::kill(pids[static_cast<std::size_t>(victim)], SIGKILL);
     const auto t0 = Clock::now();
     const auto survivor = 1 - victim;
@@ -339,7 +343,7 @@ TEST_CASE("a rank that stops answering (SIGSTOP): the other fails after the time
   const auto pids = start_ranks(2, {run,
                                     {"--seed", "1", "--max-length", "batches=100000"},
                                     {{"DTL_TEST_SLEEP_MS", "5"}, {"DTL_DIST_TIMEOUT", "5"}}});
-  std::this_thread::sleep_for(std::chrono::seconds(3));
+  wait_until_training(run);
   ::kill(pids[1], SIGSTOP);
   const auto t0 = Clock::now();
   const int rc = wait_for(pids[0], std::chrono::seconds(60));

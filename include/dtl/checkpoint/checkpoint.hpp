@@ -7,6 +7,9 @@
 #include <torch/torch.h>
 
 #include <dtl/checkpoint/snapshot.hpp>
+// Public (state_dict, save_state_dict, load_state_dict): included here, not only by checkpoint-inl.hpp,
+// so a trial built against libdtl sees it as a header-only one does.
+#include <dtl/checkpoint/state_dict.hpp>
 #include <dtl/checkpoint/trial_state_refs.hpp>
 #include <dtl/detail/compiled_lib.hpp>
 #include <dtl/detail/file_io.hpp>
