@@ -11,7 +11,8 @@ line per violation, on:
 - an include cycle between dtl's headers (an -inl file counts as part of its header);
 - a header longer than its [[limit]];
 - parts that use each other in a cycle, or a parts file that names a part that does not exist;
-- docs/architecture.md's parts table differing from what parts.toml generates.
+- docs/architecture.md's parts table differing from what parts.toml generates;
+- a header that only -inl.hpp files include (missing against libdtl), unless listed under [[inl_only]].
 
 Usage:
   tools/check_layering.py               the check; exit status 1 on a violation
@@ -71,17 +72,19 @@ def main():
     inc, toml_path, doc_path = root / "include", root / "docs/parts.toml", root / "docs/architecture.md"
     config = tomllib.loads(toml_path.read_text())
     parts, nevers, limits = config.get("part", []), config.get("never", []), config.get("limit", [])
+    inl_only = config.get("inl_only", [])
     errors = []
     tables = {"part": (parts, {"name", "headers", "owns"}, {"uses", "shared"}),
               "never": (nevers, {"rule", "from", "to", "reason"}, {"except_from", "except_to"}),
-              "limit": (limits, {"header", "lines", "reason"}, set())}
+              "limit": (limits, {"header", "lines", "reason"}, set()),
+              "inl_only": (inl_only, {"header", "reason"}, set())}
     for kind, (items, required, optional) in tables.items():
         for i, x in enumerate(items):
             if required - x.keys() or x.keys() - required - optional:
                 errors.append(f"docs/parts.toml: [[{kind}]] number {i + 1} has keys {', '.join(sorted(x))}; "
                               f"it needs {', '.join(sorted(required))} and may have {', '.join(sorted(optional)) or 'no more'}")
     for key in config.keys() - tables.keys():
-        errors.append(f"docs/parts.toml: [{key}] is none of [[part]], [[never]], [[limit]]")
+        errors.append(f"docs/parts.toml: [{key}] is none of [[part]], [[never]], [[limit]], [[inl_only]]")
     if errors:
         for e in errors:
             print("check_layering:", e)
@@ -174,6 +177,27 @@ def main():
                 why.append(f"part {a} may not include part {b} (its uses in docs/parts.toml)")
             if why:
                 errors.append(f"{h} includes {d} ({a or 'no part'} -> {b or 'no part'}): " + "; ".join(why))
+
+    # ---- reachable against libdtl ---------------------------------------------------------------
+    # Against libdtl (DTL_COMPILED_LIB) no -inl.hpp file is included: a header that only -inl files
+    # include is not there, and whatever it declares is missing from a trial that a header-only
+    # build compiles (checkpoint/state_dict.hpp's save_state_dict was, until a test trainee built
+    # against libdtl). Such a header must be detail only, listed with why under [[inl_only]].
+    allowed = {x["header"]: x for x in inl_only}
+    for x in inl_only:
+        if x["header"] not in headers:
+            errors.append(f"docs/parts.toml: [[inl_only]] names {x['header']}, which is no header under include/")
+    includers = {}
+    for h, deps in edges.items():
+        for d in deps:
+            if unit(d) != unit(h):  # an -inl file includes its own header
+                includers.setdefault(d, set()).add(h)
+    for d, by in sorted(includers.items()):
+        if d in headers and by and all(h.endswith("-inl.hpp") for h in by) and not d.endswith("-inl.hpp") \
+           and d not in allowed:
+            errors.append(f"{d} is included only by -inl.hpp files ({', '.join(sorted(by))}): a trial built "
+                          "against libdtl (DTL_COMPILED_LIB) does not see it; include it from a declaration "
+                          "header, or, if it declares nothing public, list it under [[inl_only]] in docs/parts.toml")
 
     # ---- no include cycle ------------------------------------------------------------------------
     graph = {}

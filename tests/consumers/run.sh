@@ -10,15 +10,18 @@
 #      with no remote, header-only and libdtl, then the trial built from each Conan package through
 #      the pkg-config file Conan generates.
 # Each way header-only and against libdtl (dtl-compiled, dtl::compiled), except the meson
-# subproject (header-only: its libdtl build is meson's own, already tested here). Every build with
+# subproject (header-only: its libdtl build is meson's own, already tested here; and dtl's own build
+# builds its examples against libdtl with a shared precompiled header). Every build with
 # a precompiled header fails if g++ cannot use it (-Werror=invalid-pch), instead of parsing the
 # headers unnoticed.
 # Usage: tests/consumers/run.sh [WORKDIR] [TORCH]   (default: build-consumers/, /usr)
 #   TORCH: meson's torch_prefix, a LibTorch prefix or a python3 whose torch carries LibTorch.
 # DTL_CONSUMERS_ONLY=header-only: pkg-config and CMake, header-only (what scripts/test.sh runs for
 # the second LibTorch version).
-# DTL_CONSUMERS_DOCS_ROUTES=1: leave out the header-only pkg-config and CMake builds, which the docs
-# check (tools/check_docs.py) makes next against this prefix with the docs' own commands.
+# DTL_CONSUMERS_DOCS_ROUTES=1: leave out the header-only pkg-config, CMake and meson-subproject
+# builds, which the docs check (tools/check_docs.py) makes next with the docs' own commands
+# (pkg-config and CMake against this prefix; the meson subproject, a link to this checkout as here,
+# against Debian's LibTorch).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${1:-$root/build-consumers}
@@ -92,12 +95,14 @@ if [ "$only" = header-only ]; then
   exit 0
 fi
 
-echo "== meson: dependency('dtl') through subprojects/dtl.wrap"
-cp -rL "$root/tests/consumers/meson" "$work/meson-src"
-ln -s "$root" "$work/meson-src/subprojects/dtl"
-CXX="$cxx" meson setup "$work/meson" "$work/meson-src" -Ddtl:torch_prefix="$torch" >/dev/null
-ninja -C "$work/meson" app >/dev/null
-run_app "$work/meson/app" meson
+if [ -z "$docs_routes" ]; then
+  echo "== meson: dependency('dtl') through subprojects/dtl.wrap"
+  cp -rL "$root/tests/consumers/meson" "$work/meson-src"
+  ln -s "$root" "$work/meson-src/subprojects/dtl"
+  CXX="$cxx" meson setup "$work/meson" "$work/meson-src" -Ddtl:torch_prefix="$torch" >/dev/null
+  ninja -C "$work/meson" app >/dev/null
+  run_app "$work/meson/app" meson
+fi
 
 echo "== Conan: conan create (no remote), header-only and libdtl; the trial from each package"
 conan=$(command -v conan || true)

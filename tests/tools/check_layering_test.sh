@@ -3,7 +3,7 @@
 # breaks one rule and the check must fail naming the file, the arrow and the rule: a forbidden
 # include, an include no part's uses allows, a header in no part or in two, an include cycle, a
 # header over its limit, a stale parts table (which --write-docs then rewrites), a parts file that
-# names no part or makes parts use each other in a cycle. A small tree that keeps every rule passes.
+# names no part or makes parts use each other in a cycle, a header only -inl files include. A small tree that keeps every rule passes.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tool="$root/tools/check_layering.py"
@@ -72,6 +72,14 @@ expect bad_key "has keys headers, name, owns, use; it needs headers, name, owns 
 fresh part_cycle
 sed -i '/^name = "samplers"$/,/^uses = \[\]$/s/^uses = \[\]$/uses = ["data"]/' "$tmp/part_cycle/docs/parts.toml"
 expect part_cycle "docs/parts.toml: parts use each other in a cycle: "
+
+fresh inl_only
+sed -i '\|^#include <dtl/checkpoint/state_dict.hpp>$|d' "$tmp/inl_only/include/dtl/checkpoint/checkpoint.hpp"
+expect inl_only "dtl/checkpoint/state_dict.hpp is included only by -inl.hpp files (dtl/checkpoint/checkpoint-inl.hpp): a trial built against libdtl (DTL_COMPILED_LIB) does not see it"
+
+fresh inl_only_stale
+printf '\n[[inl_only]]\nheader = "dtl/gone.hpp"\nreason = "was"\n' >>"$tmp/inl_only_stale/docs/parts.toml"
+expect inl_only_stale "docs/parts.toml: [[inl_only]] names dtl/gone.hpp, which is no header under include/"
 
 # A tree that keeps every rule passes: an -inl file goes with its header, a listed header that does
 # not exist is no error, a shared part is included without being named.
