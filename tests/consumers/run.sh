@@ -34,6 +34,41 @@ compiled=true
 rm -rf "$work"
 mkdir -p "$work"
 prefix="$work/prefix"
+# A step that fails ends the script: the side-by-side jobs (below) end with it.
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+
+conan_packages() {  # `conan create` (no remote) header-only and libdtl, then `conan install` of each
+  export CONAN_HOME="$work/conan-home"
+  "$conan" profile detect --force >/dev/null 2>&1
+  # Conan copies the recipe's sources: from a clean tree of this checkout (no build directories, no .venv).
+  mkdir -p "$work/conan-src"
+  git -C "$root" ls-files -z --cached --others --exclude-standard | (cd "$root" && xargs -0 cp --parents -t "$work/conan-src")
+  local mode opts
+  for mode in False True; do
+    opts=(-s compiler.cppstd=20 -s "compiler.version=$("$cxx" -dumpversion | cut -d. -f1)" -o "dtl/*:torch=$torch"
+          -o "dtl/*:compiled=$mode" -c "tools.build:compiler_executables={'cpp': '$cxx'}")
+    "$conan" create "$work/conan-src" "${opts[@]}" >"$work/conan-create-$mode.log" 2>&1 ||
+      { echo "consumers: conan create (compiled=$mode) failed:"; tail -n 30 "$work/conan-create-$mode.log"; return 1; }
+    "$conan" install --requires=dtl/0.1.0 "${opts[@]}" -g PkgConfigDeps --output-folder "$work/conan-use-$mode" \
+      >"$work/conan-install-$mode.log" 2>&1 ||
+      { echo "consumers: conan install (compiled=$mode) failed:"; tail -n 30 "$work/conan-install-$mode.log"; return 1; }
+  done
+}
+
+# The machine has two cores and most steps compile one translation unit, so independent steps run
+# side by side: the Conan packages (their own libdtl) beside the install and the pkg-config and CMake
+# builds; the pkg-config builds beside the CMake ones. Each app runs once it is built.
+conan_job=
+if [ "$only" != header-only ]; then
+  conan=$(command -v conan || true)
+  [ -z "$conan" ] && [ -x "$root/.venv/bin/conan" ] && conan=$root/.venv/bin/conan
+  if [ -z "$conan" ]; then
+    echo "no Conan client (scripts/setup.sh --tests installs one in .venv)" >&2
+    exit 1
+  fi
+  echo "== Conan: conan create (no remote), header-only and libdtl (beside what follows)"
+  conan_packages & conan_job=$!
+fi
 
 echo "== meson install into $prefix (LibTorch: $torch)"
 meson setup "$work/dtl" "$root" --prefix "$prefix" -Dtests=false -Dexamples=false -Dtorch_prefix="$torch" \
@@ -73,22 +108,21 @@ pkgconfig_pch_build() {  # name, PKG_CONFIG_PATH, module: the .gch of <dtl/pch.h
   grep -qx "! $work/pch-$1/dtl/pch.hpp.gch" "$work/$1.includes" ||
     { echo "consumers: $1 did not use $work/pch-$1/dtl/pch.hpp.gch"; return 1; }
 }
-# Two builds at a time (the machine has two cores); each app runs once both are built.
-build1=
-if [ -z "$docs_routes" ]; then pkgconfig_build pkgconfig "$pcdir" dtl & build1=$!; fi
-if $compiled; then pkgconfig_pch_build pkgconfig-compiled "$pcdir" dtl-compiled; fi
-[ -n "$build1" ] && wait "$build1"
-[ -z "$docs_routes" ] && run_app "$work/app-pkgconfig" pkgconfig
-$compiled && run_app "$work/app-pkgconfig-compiled" pkgconfig-compiled
+pkg_jobs=()
+if [ -z "$docs_routes" ]; then pkgconfig_build pkgconfig "$pcdir" dtl & pkg_jobs+=($!); fi
+if $compiled; then pkgconfig_pch_build pkgconfig-compiled "$pcdir" dtl-compiled & pkg_jobs+=($!); fi
 
 echo "== CMake: find_package(dtl CONFIG REQUIRED)"
 cmake -S "$root/tests/consumers/cmake" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
 if [ -z "$docs_routes" ]; then
   cmake --build "$work/cmake" -j 2 >/dev/null
-  run_app "$work/cmake/app" cmake
 elif $compiled; then
   cmake --build "$work/cmake" --target app_compiled >/dev/null
 fi
+for job in "${pkg_jobs[@]}"; do wait "$job"; done
+[ -z "$docs_routes" ] && run_app "$work/app-pkgconfig" pkgconfig
+$compiled && run_app "$work/app-pkgconfig-compiled" pkgconfig-compiled
+[ -z "$docs_routes" ] && run_app "$work/cmake/app" cmake
 $compiled && run_app "$work/cmake/app_compiled" cmake-compiled
 if [ "$only" = header-only ]; then
   echo "consumers: all passed (header-only: pkg-config, CMake)"
@@ -104,26 +138,8 @@ if [ -z "$docs_routes" ]; then
   run_app "$work/meson/app" meson
 fi
 
-echo "== Conan: conan create (no remote), header-only and libdtl; the trial from each package"
-conan=$(command -v conan || true)
-[ -z "$conan" ] && [ -x "$root/.venv/bin/conan" ] && conan=$root/.venv/bin/conan
-if [ -z "$conan" ]; then
-  echo "no Conan client (scripts/setup.sh --tests installs one in .venv)" >&2
-  exit 1
-fi
-export CONAN_HOME="$work/conan-home"
-"$conan" profile detect --force >/dev/null 2>&1
-# Conan copies the recipe's sources: from a clean tree of this checkout (no build directories, no .venv).
-mkdir -p "$work/conan-src"
-git -C "$root" ls-files -z --cached --others --exclude-standard | (cd "$root" && xargs -0 cp --parents -t "$work/conan-src")
-for mode in False True; do
-  opts=(-s compiler.cppstd=20 -s "compiler.version=$("$cxx" -dumpversion | cut -d. -f1)" -o "dtl/*:torch=$torch"
-        -o "dtl/*:compiled=$mode" -c "tools.build:compiler_executables={'cpp': '$cxx'}")
-  "$conan" create "$work/conan-src" "${opts[@]}" >"$work/conan-create-$mode.log" 2>&1 ||
-    { tail -n 30 "$work/conan-create-$mode.log"; exit 1; }
-  "$conan" install --requires=dtl/0.1.0 "${opts[@]}" -g PkgConfigDeps --output-folder "$work/conan-use-$mode" \
-    >"$work/conan-install-$mode.log" 2>&1 || { tail -n 30 "$work/conan-install-$mode.log"; exit 1; }
-done
+echo "== Conan: the trial from each package, through the pkg-config file Conan generates"
+wait "$conan_job"
 pkgconfig_build conan-header-only "$work/conan-use-False" dtl &
 build1=$!
 pkgconfig_build conan-compiled "$work/conan-use-True" dtl

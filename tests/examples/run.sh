@@ -160,12 +160,25 @@ onevar_resume_latest_fresh() {
 
 # ---- onevar: preemption, the run directory, faults at a checkpoint -------------------------------
 
+# Waits (up to 60 s) until a program writing to FILE reports training: past dtl::init (signal
+# handlers installed, run directory held). A fixed delay signalled a program still starting on a
+# loaded machine, which then died of the signal's default action.
+training() {
+  local i
+  for ((i = 0; i < 600; i++)); do
+    grep -q '^\[train\]' "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "no training report in $1 within 60 s"
+  return 1
+}
+
 # Preemption: SIGTERM checkpoints at the next boundary and exits 128 + 15.
 onevar_sigterm() {
   local pid rc
   "$onevar" --run-dir "$runs/sig" --max-length batches=100000000 >"$runs/sig.out" 2>&1 &
   pid=$!
-  sleep 1.5
+  training "$runs/sig.out"
   kill -TERM "$pid"
   wait "$pid"
   rc=$?
@@ -179,9 +192,9 @@ onevar_sigterm() {
 # once the holder is gone a run resumes there.
 onevar_run_dir_in_use() {
   local pid out rc
-  "$onevar" --run-dir "$runs/lock" --max-length batches=100000000 >/dev/null 2>&1 &
+  "$onevar" --run-dir "$runs/lock" --max-length batches=100000000 >"$runs/lock.out" 2>&1 &
   pid=$!
-  sleep 1
+  training "$runs/lock.out"
   out=$("$onevar" --run-dir "$runs/lock" --max-length batches=10 2>&1)
   rc=$?
   kill -TERM "$pid"
