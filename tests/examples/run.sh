@@ -77,6 +77,13 @@ onevar_compiled_lib() {
     diff <(without_seconds "$runs/onevar_c/metrics.jsonl") <(without_seconds "$runs/onevar/metrics.jsonl")
 }
 
+# OneVar in three files (examples/onevar_split: the trial's declarations, its bodies, main) trains
+# to the same numbers too.
+onevar_split() {
+  "$build/examples/onevar_split" --run-dir "$runs/onevar_s" --max-length batches=100 | grep -q 'w = 0.18143' &&
+    diff <(without_seconds "$runs/onevar_s/metrics.jsonl") <(without_seconds "$runs/onevar/metrics.jsonl")
+}
+
 # Validation every 50 of 100 batches: workloads end at 50 and 100, each reporting training metrics
 # (onevar_analytic's run).
 onevar_metrics_jsonl() {
@@ -324,6 +331,7 @@ fashion_mnist_missing_data() {
 
 check "$label:onevar_analytic" onevar_analytic
 check "$label:onevar_compiled_lib" onevar_compiled_lib
+check "$label:onevar_split" onevar_split
 check "$label:onevar_metrics_jsonl" onevar_metrics_jsonl
 check "$label:onevar_bad_flag" onevar_bad_flag
 check "$label:onevar_huge_batch" onevar_huge_batch
