@@ -63,6 +63,11 @@ build() {  # build dir, meson options...: configure once, then build; a failed b
   ninja -C "$dir" >"$log/build-$dir.out" 2>&1 || { grep -E 'error|FAILED' "$log/build-$dir.out" | head -n 40; return 1; }
 }
 
+trial_pch_used() {  # build dir: the examples and trainees compiled from the shared precompiled header (meson.build's
+  # dtl_trial_dep): a .gch that g++ refused (-Winvalid-pch) would leave them parsing every header, slowly
+  check "$1:trial_pch_used" bash -c "test -f '$1/dtl_pch.hpp.gch' && ! grep -E 'invalid-pch|not used because' '$log/build-$1.out'"
+}
+
 summary_counts() {  # log, label: add the "label: N passed, N failed" line's counts (none: one failure)
   local line
   line=$(grep "^$2:" "$1" | tail -n1)
@@ -102,6 +107,7 @@ if [ -z "$only" ] || [ "$only" = torch2 ]; then
   echo "== LibTorch $(.venv/bin/python3 -c 'import torch; print(torch.__version__)') (.venv), CUDA configuration"
   if build build-torch2 -Dtorch_prefix=.venv/bin/python3 -Dcuda=true; then
     mark "build: LibTorch 2.x, CUDA"
+    trial_pch_used build-torch2
     doctest_suite torch2:torch build-torch2/tests/dtl_tests
     # The CUDA test set on a machine without a GPU: one line, exit status 2.
     check torch2:cuda_tests_say_no_gpu bash -c "out=\$(CUDA_VISIBLE_DEVICES= build-torch2/tests/dtl_cuda_tests 2>&1); rc=\$?; echo \"\$out\"; test \$rc -eq 2 && test \$(wc -l <<<\"\$out\") -eq 1 && grep -q 'no CUDA device' <<<\"\$out\""
@@ -144,6 +150,7 @@ if [ -z "$only" ] || [ "$only" = debian ]; then
   echo "== LibTorch 1.13 (Debian)"
   if build build -Dtorch_prefix=/usr; then
     mark "build: LibTorch 1.13"
+    trial_pch_used build
     doctest_suite debian:torch build/tests/dtl_tests
     mark "tests: LibTorch 1.13"
     # dtl's diagnostics are its own static_asserts, the same on every LibTorch (run in full on

@@ -9,6 +9,10 @@
 #include "../support/external.hpp"
 #include "../core/test_trials.hpp"
 
+// detail::python_optimizer_state / load_python_optimizer_state: only checkpoint-inl.hpp includes
+// it, which a libdtl build (dtl_cuda_tests) does not see.
+#include <dtl/checkpoint/optimizer_state.hpp>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
