@@ -12,7 +12,8 @@ line per violation, on:
 - a header longer than its [[limit]];
 - parts that use each other in a cycle, or a parts file that names a part that does not exist;
 - docs/architecture.md's parts table differing from what parts.toml generates;
-- a header that only -inl.hpp files include (missing against libdtl), unless listed under [[inl_only]].
+- a header reached only through -inl.hpp files (missing against libdtl), unless listed under
+  [[inl_only]]; and an [[inl_only]] entry that a declaration header does include.
 
 Usage:
   tools/check_layering.py               the check; exit status 1 on a violation
@@ -179,25 +180,36 @@ def main():
                 errors.append(f"{h} includes {d} ({a or 'no part'} -> {b or 'no part'}): " + "; ".join(why))
 
     # ---- reachable against libdtl ---------------------------------------------------------------
-    # Against libdtl (DTL_COMPILED_LIB) no -inl.hpp file is included: a header that only -inl files
-    # include is not there, and whatever it declares is missing from a trial that a header-only
-    # build compiles (checkpoint/state_dict.hpp's save_state_dict was, until a test trainee built
-    # against libdtl). Such a header must be detail only, listed with why under [[inl_only]].
-    allowed = {x["header"]: x for x in inl_only}
-    for x in inl_only:
-        if x["header"] not in headers:
-            errors.append(f"docs/parts.toml: [[inl_only]] names {x['header']}, which is no header under include/")
-    includers = {}
-    for h, deps in edges.items():
-        for d in deps:
-            if unit(d) != unit(h):  # an -inl file includes its own header
-                includers.setdefault(d, set()).add(h)
-    for d, by in sorted(includers.items()):
-        if d in headers and by and all(h.endswith("-inl.hpp") for h in by) and not d.endswith("-inl.hpp") \
-           and d not in allowed:
-            errors.append(f"{d} is included only by -inl.hpp files ({', '.join(sorted(by))}): a trial built "
-                          "against libdtl (DTL_COMPILED_LIB) does not see it; include it from a declaration "
-                          "header, or, if it declares nothing public, list it under [[inl_only]] in docs/parts.toml")
+    # Against libdtl (DTL_COMPILED_LIB) no -inl.hpp file is included: a header reached only through
+    # -inl files (directly or through headers only they reach) is not there, and whatever it declares
+    # is missing from a trial that a header-only build compiles (checkpoint/state_dict.hpp's
+    # save_state_dict was, until a test trainee built against libdtl). Such a header must be detail
+    # only, listed with why under [[inl_only]].
+    allowed = {x["header"] for x in inl_only}
+    for h in sorted(allowed - headers.keys()):
+        errors.append(f"docs/parts.toml: [[inl_only]] names {h}, which is no header under include/")
+    # What a libdtl build sees: every header from the top ones (those no header includes), following
+    # the includes of declaration headers only.
+    included = {d for h, deps in edges.items() for d in deps if unit(d) != unit(h)}  # (an -inl file includes its own header)
+    seen, todo = set(), [h for h in headers if h not in included and not h.endswith("-inl.hpp")]
+    while todo:
+        h = todo.pop()
+        if h not in seen:
+            seen.add(h)
+            todo += [d for d in edges.get(h, ()) if not d.endswith("-inl.hpp")]
+    for d in sorted(headers):
+        if d.endswith("-inl.hpp") or (d in seen) == (d not in allowed):
+            continue
+        if d in seen:
+            errors.append(f"docs/parts.toml: [[inl_only]] lists {d}, but a declaration header includes it: "
+                          "drop the entry")
+            continue
+        by = sorted(h for h, deps in edges.items() if d in deps and unit(h) != unit(d))
+        how = ("is included only by -inl.hpp files" if all(h.endswith("-inl.hpp") for h in by)
+               else "is reached only through -inl.hpp files")
+        errors.append(f"{d} {how} ({', '.join(by)}): a trial built against libdtl (DTL_COMPILED_LIB) does not "
+                      "see it; include it from a declaration header, or, if it declares nothing public, list it "
+                      "under [[inl_only]] in docs/parts.toml")
 
     # ---- no include cycle ------------------------------------------------------------------------
     graph = {}

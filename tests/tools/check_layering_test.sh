@@ -3,7 +3,9 @@
 # breaks one rule and the check must fail naming the file, the arrow and the rule: a forbidden
 # include, an include no part's uses allows, a header in no part or in two, an include cycle, a
 # header over its limit, a stale parts table (which --write-docs then rewrites), a parts file that
-# names no part or makes parts use each other in a cycle, a header only -inl files include. A small tree that keeps every rule passes.
+# names no part or makes parts use each other in a cycle, a header reached only through -inl files,
+# an [[inl_only]] entry that names no header or one a declaration header includes. A small tree that
+# keeps every rule passes.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tool="$root/tools/check_layering.py"
@@ -80,6 +82,14 @@ expect inl_only "dtl/checkpoint/state_dict.hpp is included only by -inl.hpp file
 fresh inl_only_stale
 printf '\n[[inl_only]]\nheader = "dtl/gone.hpp"\nreason = "was"\n' >>"$tmp/inl_only_stale/docs/parts.toml"
 expect inl_only_stale "docs/parts.toml: [[inl_only]] names dtl/gone.hpp, which is no header under include/"
+
+fresh inl_only_reached
+printf '\n[[inl_only]]\nheader = "dtl/checkpoint/state_dict.hpp"\nreason = "was"\n' >>"$tmp/inl_only_reached/docs/parts.toml"
+expect inl_only_reached "docs/parts.toml: [[inl_only]] lists dtl/checkpoint/state_dict.hpp, but a declaration header includes it"
+
+fresh inl_only_transitive
+sed -i '/^\[\[inl_only\]\]$/{N;/dtl\/cluster\/http.hpp/{N;d}}' "$tmp/inl_only_transitive/docs/parts.toml"
+expect inl_only_transitive "dtl/cluster/http.hpp is reached only through -inl.hpp files (dtl/cluster/master.hpp)"
 
 # A tree that keeps every rule passes: an -inl file goes with its header, a listed header that does
 # not exist is no error, a shared part is included without being named.
