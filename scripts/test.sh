@@ -66,6 +66,8 @@ build() {  # build dir, meson options...: configure once, then build; a failed b
 trial_pch_used() {  # build dir: the examples and trainees compiled from the shared precompiled header (meson.build's
   # dtl_trial_dep): a .gch that g++ refused (-Winvalid-pch) would leave them parsing every header, slowly
   check "$1:trial_pch_used" bash -c "test -f '$1/dtl_pch.hpp.gch' && ! grep -E 'invalid-pch|not used because' '$log/build-$1.out'"
+  # ... and an object compiled from it depends on it (its stamp), so a dtl header's edit rebuilds it
+  check "$1:trial_pch_dependency" bash -c "ninja -C '$1' -t deps examples/onevar_split.p/onevar_split_onevar_trial.cpp.o | grep -q 'dtl_pch_stamp.hpp\$'"
 }
 
 summary_counts() {  # log, label: add the "label: N passed, N failed" line's counts (none: one failure)
