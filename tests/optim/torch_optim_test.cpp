@@ -380,4 +380,98 @@ TEST_CASE("a user's optimizer on PythonOptimizer checkpoints in its Python layou
   std::filesystem::remove_all(base);
 }
 
+
+namespace {
+
+// SignMomentum's layout as field lists: the same keys, types and order as the four functions above.
+class SignMomentumFields
+    : public dtl::optim::PythonOptimizer<SignMomentumFields, SignMomentumOptions, SignMomentumState> {
+ public:
+  using PythonOptimizer::PythonOptimizer;
+  static constexpr const char* name = "SignMomentumFields";
+  static void check(const Options& o) { SignMomentum::check(o); }
+  static std::unique_ptr<State> init_state(const torch::Tensor& p, const Options& o) {
+    return SignMomentum::init_state(p, o);
+  }
+  static void update(torch::Tensor& p, torch::Tensor grad, State& s, const Options& o) {
+    SignMomentum::update(p, std::move(grad), s, o);
+  }
+  static void group_fields(Fields& f, Options& o) { f("lr", o.lr())("beta", o.beta()); }
+  static void state_fields(Fields& f, State& s) { f("momentum_buffer", s.momentum_buffer()); }
+};
+
+template <class Opt>
+std::shared_ptr<Opt> stepped_twice(torch::nn::Linear& model) {
+  auto opt = std::make_shared<Opt>(model->parameters(), SignMomentumOptions(0.05).beta(0.8));
+  for (int i = 0; i < 2; ++i) {
+    opt->zero_grad();
+    model(torch::ones({2, 3})).sum().backward();
+    opt->step();
+  }
+  return opt;
+}
+
+}  // namespace
+
+TEST_CASE("an optimizer's field lists save and load the layout its four hand-written functions do") {
+  torch::manual_seed(3);
+  torch::nn::Linear a(3, 1);
+  torch::nn::Linear b(3, 1);
+  b->weight.detach().copy_(a->weight);
+  b->bias.detach().copy_(a->bias);
+  auto by_hand = stepped_twice<SignMomentum>(a);
+  auto by_fields = stepped_twice<SignMomentumFields>(b);
+  const auto hand_bytes = torch::pickle_save(by_hand->python_state_dict());
+  CHECK(torch::pickle_save(by_fields->python_state_dict()) == hand_bytes);
+
+  // Each loads the other's state dict, and both go on to the same weights.
+  by_fields->param_groups()[0].options().set_lr(1.0);
+  by_fields->load_python_state_dict(by_hand->python_state_dict(), "test");
+  CHECK(by_fields->param_groups()[0].options().get_lr() == 0.05);
+  by_hand->load_python_state_dict(by_fields->python_state_dict(), "test");
+  by_hand->zero_grad();
+  by_fields->zero_grad();
+  a(torch::ones({2, 3})).sum().backward();
+  b(torch::ones({2, 3})).sum().backward();
+  by_hand->step();
+  by_fields->step();
+  CHECK(torch::equal(a->weight, b->weight));
+  CHECK(torch::pickle_save(by_fields->python_state_dict()) == torch::pickle_save(by_hand->python_state_dict()));
+}
+
+TEST_CASE("python_layout::Fields names what a saved layout lacks, and defaults a missing flag as torch.optim does") {
+  using dtl::optim::python_layout::Fields;
+  auto group = dtl::optim::python_layout::str_dict();
+  group.insert("lr", 0.5);
+  double lr = 0, eps = 0;
+  bool maximize = true;
+  auto f = Fields::loading_from(group, "ckpt/optimizer 0");
+  f("lr", lr)("maximize", maximize);
+  CHECK(lr == 0.5);
+  CHECK_FALSE(maximize);  // Python's __setstate__: setdefault("maximize", False)
+  CHECK_THROWS_WITH_AS(f("eps", eps), "ckpt/optimizer 0: param_group has no 'eps'", dtl::CheckpointError);
+
+  const auto p = torch::zeros({2}, torch::kDouble);
+  auto state = dtl::optim::python_layout::str_dict();
+  state.insert("exp_avg", torch::ones({2}));
+  state.insert("momentum_buffer", c10::IValue());
+  torch::Tensor exp_avg, momentum, exp_avg_sq;
+  auto s = Fields::loading_from(state, "ckpt", &p);
+  s("exp_avg", exp_avg).optional("momentum_buffer", momentum);
+  CHECK(exp_avg.dtype() == torch::kDouble);  // made the parameter's own
+  CHECK_FALSE(momentum.defined());                  // None: not there
+  CHECK_THROWS_WITH_AS(s("exp_avg_sq", exp_avg_sq), "ckpt: a parameter's state has no 'exp_avg_sq'", dtl::CheckpointError);
+
+  // Saving: the list's order is the dict's, fixed and None keys included; an undefined optional is left out.
+  auto out = dtl::optim::python_layout::str_dict();
+  double one = 1.0;
+  bool yes = true;
+  torch::Tensor none;
+  Fields::saving_to(out)("lr", one)("amsgrad", yes).none("foreach").fixed("capturable", false).optional("m", none);
+  std::vector<std::string> keys;
+  for (const auto& e : out) keys.push_back(e.key().toStringRef());
+  CHECK(keys == std::vector<std::string>{"lr", "amsgrad", "foreach", "capturable"});
+  CHECK(out.at("foreach").isNone());
+}
+
 }  // namespace optim_test

@@ -36,103 +36,44 @@ namespace optim_layout {
 
 using namespace optim::python_layout;
 
-/// Python keeps Adam's `step` as a float tensor and RMSprop's as an int.
-inline std::int64_t step_of(const c10::IValue& v) { return static_cast<std::int64_t>(scalar(v)); }
-
-// Per optimizer class: the group's hyperparameters and one parameter's state, both ways.
+// Per optimizer class: the group's hyperparameters and one parameter's state, one field list each
+// that saves and loads (python_layout::Fields), in the key order of the torch beside the LibTorch.
 template <class Opt>
 struct Layout;
 
 template <>
-struct Layout<torch::optim::SGD> {
-  using Options = torch::optim::SGDOptions;
-  using State = torch::optim::SGDParamState;
-  static void group_out(const Options& o, Dict& g) {
-    g.insert("lr", o.lr());
-    g.insert("momentum", o.momentum());
-    g.insert("dampening", o.dampening());
-    g.insert("weight_decay", o.weight_decay());
-    g.insert("nesterov", o.nesterov());
-    g.insert("maximize", false);
-    g.insert("foreach", c10::IValue());
-    g.insert("differentiable", false);
+struct Layout<torch::optim::SGD> : FieldLayout<Layout<torch::optim::SGD>, torch::optim::SGDOptions,
+                                               torch::optim::SGDParamState> {
+  static void group_fields(Fields& f, Options& o) {
+    f("lr", o.lr())("momentum", o.momentum())("dampening", o.dampening())("weight_decay", o.weight_decay());
+    f("nesterov", o.nesterov()).fixed("maximize", false).none("foreach").fixed("differentiable", false);
 #if DTL_TORCH_2
-    g.insert("fused", c10::IValue());
+    f.none("fused");
 #endif
   }
-  static void group_in(Options& o, const Dict& g, const std::string& w) {
-    o.lr(num(g, "lr", w)).momentum(num(g, "momentum", w)).dampening(num(g, "dampening", w));
-    o.weight_decay(num(g, "weight_decay", w)).nesterov(flag(g, "nesterov", w));
-  }
-  static void state_out(const State& s, Dict& d) {
-    if (s.momentum_buffer().defined()) d.insert("momentum_buffer", out(s.momentum_buffer()));
-  }
-  static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p, const std::string&) {
-    auto s = std::make_unique<State>();
-    if (d.contains("momentum_buffer") && !d.at("momentum_buffer").isNone())
-      s->momentum_buffer(in(d.at("momentum_buffer"), p));
-    return s;
-  }
+  static void state_fields(Fields& f, State& s) { f.optional("momentum_buffer", s.momentum_buffer()); }
 };
 
 template <class Opt, class O, class S>
-struct AdamLike {
+struct AdamLike : FieldLayout<AdamLike<Opt, O, S>, O, S> {
   using Options = O;
   using State = S;
-  static void group_out(const Options& o, Dict& g) {
-    g.insert("lr", o.lr());
-    g.insert("betas", c10::ivalue::Tuple::create({std::get<0>(o.betas()), std::get<1>(o.betas())}));
-    g.insert("eps", o.eps());
-    g.insert("weight_decay", o.weight_decay());
-    g.insert("amsgrad", o.amsgrad());
+  static void group_fields(Fields& f, Options& o) {
+    f("lr", o.lr())("betas", o.betas())("eps", o.eps())("weight_decay", o.weight_decay())("amsgrad", o.amsgrad());
 #if DTL_TORCH_2  // torch 2.x: AdamW is Adam with decoupled_weight_decay, and the same keys
-    g.insert("maximize", false);
-    g.insert("foreach", c10::IValue());
-    g.insert("capturable", false);
-    g.insert("differentiable", false);
-    g.insert("fused", c10::IValue());
-    g.insert("decoupled_weight_decay", std::is_same_v<Opt, torch::optim::AdamW>);
+    f.fixed("maximize", false).none("foreach").fixed("capturable", false).fixed("differentiable", false);
+    f.none("fused").fixed("decoupled_weight_decay", std::is_same_v<Opt, torch::optim::AdamW>);
 #else
-    if constexpr (std::is_same_v<Opt, torch::optim::Adam>) {
-      g.insert("maximize", false);
-      g.insert("foreach", c10::IValue());
-    } else {
-      g.insert("foreach", c10::IValue());
-      g.insert("maximize", false);
-    }
-    g.insert("capturable", false);
-    if constexpr (std::is_same_v<Opt, torch::optim::Adam>) {
-      g.insert("differentiable", false);
-      g.insert("fused", false);
-    }
+    if constexpr (std::is_same_v<Opt, torch::optim::Adam>)
+      f.fixed("maximize", false).none("foreach").fixed("capturable", false).fixed("differentiable", false);
+    else
+      f.none("foreach").fixed("maximize", false).fixed("capturable", false);
+    if constexpr (std::is_same_v<Opt, torch::optim::Adam>) f.fixed("fused", false);
 #endif
   }
-  static void group_in(Options& o, const Dict& g, const std::string& w) {
-    if (!g.contains("betas")) throw CheckpointError(w + ": param_group has no 'betas'");
-    const auto b = g.at("betas");
-    std::vector<c10::IValue> bs;
-    if (b.isTuple())
-      bs = b.toTupleRef().elements().vec();
-    else if (b.isList())
-      bs = b.toListRef().vec();
-    if (bs.size() != 2) throw CheckpointError(w + ": param_group['betas'] must hold two numbers");
-    auto d = [](const c10::IValue& v) { return v.isDouble() ? v.toDouble() : static_cast<double>(v.toInt()); };
-    o.lr(num(g, "lr", w)).betas(std::make_tuple(d(bs[0]), d(bs[1]))).eps(num(g, "eps", w));
-    o.weight_decay(num(g, "weight_decay", w)).amsgrad(flag(g, "amsgrad", w));
-  }
-  static void state_out(const State& s, Dict& d) {
-    d.insert("step", torch::tensor(static_cast<float>(s.step())));
-    d.insert("exp_avg", out(s.exp_avg()));
-    d.insert("exp_avg_sq", out(s.exp_avg_sq()));
-    if (s.max_exp_avg_sq().defined()) d.insert("max_exp_avg_sq", out(s.max_exp_avg_sq()));
-  }
-  static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p, const std::string&) {
-    auto s = std::make_unique<State>();
-    s->step(step_of(d.at("step")));
-    s->exp_avg(in(d.at("exp_avg"), p));
-    s->exp_avg_sq(in(d.at("exp_avg_sq"), p));
-    if (d.contains("max_exp_avg_sq")) s->max_exp_avg_sq(in(d.at("max_exp_avg_sq"), p));
-    return s;
+  static void state_fields(Fields& f, State& s) {
+    f.count_as_tensor("step", s.step())("exp_avg", s.exp_avg())("exp_avg_sq", s.exp_avg_sq());
+    f.optional("max_exp_avg_sq", s.max_exp_avg_sq());
   }
 };
 template <>
@@ -143,74 +84,33 @@ struct Layout<torch::optim::AdamW>
     : AdamLike<torch::optim::AdamW, torch::optim::AdamWOptions, torch::optim::AdamWParamState> {};
 
 template <>
-struct Layout<torch::optim::RMSprop> {
-  using Options = torch::optim::RMSpropOptions;
-  using State = torch::optim::RMSpropParamState;
-  static void group_out(const Options& o, Dict& g) {
-    g.insert("lr", o.lr());
-    g.insert("momentum", o.momentum());
-    g.insert("alpha", o.alpha());
-    g.insert("eps", o.eps());
-    g.insert("centered", o.centered());
-    g.insert("weight_decay", o.weight_decay());
+struct Layout<torch::optim::RMSprop> : FieldLayout<Layout<torch::optim::RMSprop>, torch::optim::RMSpropOptions,
+                                                   torch::optim::RMSpropParamState> {
+  static void group_fields(Fields& f, Options& o) {
+    f("lr", o.lr())("momentum", o.momentum())("alpha", o.alpha())("eps", o.eps())("centered", o.centered());
+    f("weight_decay", o.weight_decay());
 #if DTL_TORCH_2
-    g.insert("capturable", false);
+    f.fixed("capturable", false);
 #endif
-    g.insert("foreach", c10::IValue());
-    g.insert("maximize", false);
-    g.insert("differentiable", false);
+    f.none("foreach").fixed("maximize", false).fixed("differentiable", false);
   }
-  static void group_in(Options& o, const Dict& g, const std::string& w) {
-    o.lr(num(g, "lr", w)).momentum(num(g, "momentum", w)).alpha(num(g, "alpha", w)).eps(num(g, "eps", w));
-    o.centered(flag(g, "centered", w)).weight_decay(num(g, "weight_decay", w));
-  }
-  static void state_out(const State& s, Dict& d) {
-    d.insert("step", s.step());
-    d.insert("square_avg", out(s.square_avg()));
-    if (s.momentum_buffer().defined()) d.insert("momentum_buffer", out(s.momentum_buffer()));
-    if (s.grad_avg().defined()) d.insert("grad_avg", out(s.grad_avg()));
-  }
-  static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p, const std::string&) {
-    auto s = std::make_unique<State>();
-    s->step(step_of(d.at("step")));
-    s->square_avg(in(d.at("square_avg"), p));
-    if (d.contains("momentum_buffer")) s->momentum_buffer(in(d.at("momentum_buffer"), p));
-    if (d.contains("grad_avg")) s->grad_avg(in(d.at("grad_avg"), p));
-    return s;
+  static void state_fields(Fields& f, State& s) {
+    f("step", s.step())("square_avg", s.square_avg());
+    f.optional("momentum_buffer", s.momentum_buffer()).optional("grad_avg", s.grad_avg());
   }
 };
 
 template <>
-struct Layout<torch::optim::Adagrad> {
-  using Options = torch::optim::AdagradOptions;
-  using State = torch::optim::AdagradParamState;
-  static void group_out(const Options& o, Dict& g) {
-    g.insert("lr", o.lr());
-    g.insert("lr_decay", o.lr_decay());
-    g.insert("eps", o.eps());
-    g.insert("weight_decay", o.weight_decay());
-    g.insert("initial_accumulator_value", o.initial_accumulator_value());
-    g.insert("foreach", c10::IValue());
-    g.insert("maximize", false);
+struct Layout<torch::optim::Adagrad> : FieldLayout<Layout<torch::optim::Adagrad>, torch::optim::AdagradOptions,
+                                                   torch::optim::AdagradParamState> {
+  static void group_fields(Fields& f, Options& o) {
+    f("lr", o.lr())("lr_decay", o.lr_decay())("eps", o.eps())("weight_decay", o.weight_decay());
+    f("initial_accumulator_value", o.initial_accumulator_value()).none("foreach").fixed("maximize", false);
 #if DTL_TORCH_2
-    g.insert("differentiable", false);
-    g.insert("fused", c10::IValue());
+    f.fixed("differentiable", false).none("fused");
 #endif
   }
-  static void group_in(Options& o, const Dict& g, const std::string& w) {
-    o.lr(num(g, "lr", w)).lr_decay(num(g, "lr_decay", w)).eps(num(g, "eps", w));
-    o.weight_decay(num(g, "weight_decay", w)).initial_accumulator_value(num(g, "initial_accumulator_value", w));
-  }
-  static void state_out(const State& s, Dict& d) {
-    d.insert("step", torch::tensor(static_cast<float>(s.step())));
-    d.insert("sum", out(s.sum()));
-  }
-  static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p, const std::string&) {
-    auto s = std::make_unique<State>();
-    s->step(step_of(d.at("step")));
-    s->sum(in(d.at("sum"), p));
-    return s;
-  }
+  static void state_fields(Fields& f, State& s) { f.count_as_tensor("step", s.step())("sum", s.sum()); }
 };
 
 template <class Opt>

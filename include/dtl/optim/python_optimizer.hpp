@@ -21,14 +21,13 @@
 //     static void update(torch::Tensor& p, torch::Tensor grad, State&, const Options& o) {
 //       p.add_(grad.sign(), -o.lr());
 //     }
-//     // torch.optim's layout: the group's keys and one parameter's state, both ways.
-//     static void group_out(const Options& o, Dict& g) { g.insert("lr", o.lr()); }
-//     static void group_in(Options& o, const Dict& g, const std::string& w) { o.lr(num(g, "lr", w)); }
-//     static void state_out(const State&, Dict&) {}
-//     static std::unique_ptr<State> state_in(const Dict&, const torch::Tensor&, const std::string&) {
-//       return std::make_unique<State>();
-//     }
+//     // torch.optim's layout, one list each way: the group's keys and one parameter's state.
+//     static void group_fields(Fields& f, Options& o) { f("lr", o.lr()); }
+//     static void state_fields(Fields&, State&) {}
 //   };
+//
+// (A class may instead write the four functions the lists stand for, group_out, group_in,
+// state_out and state_in, with python_layout's helpers.)
 //
 // wrap_optimizer takes it as any LibTorch optimizer; checkpoints keep its state in the layout
 // above, which the Python twin of the optimizer loads with `load_state_dict`.
@@ -53,11 +52,14 @@ inline namespace DTL_ABI {
 namespace optim {
 
 template <class Derived, class OptionsT, class StateT>
-class PythonOptimizer : public torch::optim::Optimizer, public PythonStateDict {
+class PythonOptimizer : public torch::optim::Optimizer,
+                        public PythonStateDict,
+                        public python_layout::FieldLayout<Derived, OptionsT, StateT> {
  public:
   using Options = OptionsT;
   using State = StateT;
   using Dict = python_layout::Dict;
+  using Fields = python_layout::Fields;
 
   PythonOptimizer(std::vector<torch::optim::OptimizerParamGroup> param_groups, Options defaults = {})
       : torch::optim::Optimizer(param_groups, std::make_unique<Options>(defaults)) {

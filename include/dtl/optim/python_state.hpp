@@ -6,8 +6,8 @@
 // SGD, Adam, AdamW, RMSprop and Adagrad have it built in (checkpoint/optimizer_state.hpp); dtl's
 // own optimizers (torch_optim.hpp) and a user's optimizer get it by implementing
 // `PythonStateDict`, most simply through `PythonOptimizer` (python_optimizer.hpp), which needs
-// only a Layout: four static functions that write and read one group's hyperparameters and one
-// parameter's state, with the helpers below.
+// only a Layout: two field lists (Fields, below) that write and read one group's hyperparameters
+// and one parameter's state, or the four functions they stand for, written with the helpers below.
 #ifndef DTL_OPTIM_PYTHON_STATE_HPP
 #define DTL_OPTIM_PYTHON_STATE_HPP
 
@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -98,6 +99,143 @@ inline double scalar(const c10::IValue& v) {
 }
 /// The same for a state entry that must be there.
 inline double scalar(const Dict& d, const char* k, const std::string& where) { return scalar(at(d, k, where)); }
+
+/// One optimizer's torch.optim layout written once, as a field list that both saves and loads
+/// (lr::StateFields does the same for the schedulers). The list's order is the dict's order, which
+/// pickled bytes keep; the C++ type of a field says how Python stores it:
+///
+///   static void group_fields(Fields& f, Options& o) {            // one param_group's keys
+///     f("lr", o.lr())("betas", o.betas())("maximize", o.maximize()).none("foreach");
+///   }
+///   static void state_fields(Fields& f, State& s) {              // one parameter's state
+///     f("step", s.step())("exp_avg", s.exp_avg()).optional("max_exp_avg_sq", s.max_exp_avg_sq());
+///   }
+///
+/// Loading throws CheckpointError, prefixed by `where`, for a key that is missing or of the wrong
+/// kind; a missing flag is false, as torch.optim's `__setstate__` defaults it.
+class Fields {
+ public:
+  /// Fields that write into `out` (the options or state are only read).
+  [[nodiscard]] static Fields saving_to(Dict& out) { return Fields(&out, nullptr, {}, nullptr); }
+  /// Fields that read from `in`; a state's tensors are made `param`'s own (device and dtype).
+  [[nodiscard]] static Fields loading_from(const Dict& in, std::string where, const torch::Tensor* param = nullptr) {
+    return Fields(nullptr, &in, std::move(where), param);
+  }
+
+  /// A group's Python float.
+  Fields& operator()(const char* k, double& v) {
+    if (out_)
+      out_->insert(k, v);
+    else
+      v = num(*in_, k, where_);
+    return *this;
+  }
+  /// A group's flag.
+  Fields& operator()(const char* k, bool& v) {
+    if (out_)
+      out_->insert(k, v);
+    else
+      v = in_->contains(k) && flag(*in_, k, where_);
+    return *this;
+  }
+  /// A group's pair (`betas`, `etas`): a Python tuple.
+  Fields& operator()(const char* k, std::tuple<double, double>& v) {
+    if (out_) {
+      out_->insert(k, c10::ivalue::Tuple::create({std::get<0>(v), std::get<1>(v)}));
+    } else {
+      const auto [a, b] = pair(*in_, k, where_);
+      v = std::make_tuple(a, b);
+    }
+    return *this;
+  }
+  /// A state's float32 0-d tensor (torch.optim's `step`, NAdam's `mu_product`), kept as a float.
+  Fields& operator()(const char* k, float& v) {
+    if (out_)
+      out_->insert(k, scalar_tensor(v));
+    else
+      v = static_cast<float>(scalar(*in_, k, where_));
+    return *this;
+  }
+  /// A state's count that Python keeps as an int (RMSprop's `step` in LibTorch's state).
+  Fields& operator()(const char* k, std::int64_t& v) {
+    if (out_)
+      out_->insert(k, v);
+    else
+      v = static_cast<std::int64_t>(scalar(*in_, k, where_));
+    return *this;
+  }
+  /// A state's tensor: saved detached on the CPU, loaded onto the parameter's device and dtype.
+  Fields& operator()(const char* k, torch::Tensor& v) {
+    if (out_)
+      out_->insert(k, python_layout::out(v));
+    else
+      v = in(at(*in_, k, where_), *param_);
+    return *this;
+  }
+  /// A state's count that Python keeps as a float32 0-d tensor (Adam's and Adagrad's `step`,
+  /// an int64 in LibTorch's state).
+  Fields& count_as_tensor(const char* k, std::int64_t& v) {
+    if (out_)
+      out_->insert(k, scalar_tensor(static_cast<float>(v)));
+    else
+      v = static_cast<std::int64_t>(scalar(*in_, k, where_));
+    return *this;
+  }
+  /// A state's tensor that only some settings have (momentum_buffer, max_exp_avg_sq): saved
+  /// when defined, loaded when present and not None.
+  Fields& optional(const char* k, torch::Tensor& v) {
+    if (out_) {
+      if (v.defined()) out_->insert(k, python_layout::out(v));
+    } else if (in_->contains(k) && !in_->at(k).isNone()) {
+      v = in(in_->at(k), *param_);
+    }
+    return *this;
+  }
+  /// A group's key whose value dtl's step fixes (`capturable: False`): saved, not read.
+  Fields& fixed(const char* k, bool v) {
+    if (out_) out_->insert(k, v);
+    return *this;
+  }
+  /// A group's key Python leaves None (`foreach`, `fused`): saved, not read.
+  Fields& none(const char* k) {
+    if (out_) out_->insert(k, c10::IValue());
+    return *this;
+  }
+
+ private:
+  Fields(Dict* out, const Dict* in, std::string where, const torch::Tensor* param)
+      : out_(out), in_(in), where_(std::move(where)), param_(param) {}
+  Dict* out_;
+  const Dict* in_;
+  std::string where_;
+  const torch::Tensor* param_;
+};
+
+/// The four functions of a layout (below) from a class's two field lists, `Self::group_fields`
+/// and `Self::state_fields`.
+template <class Self, class OptionsT, class StateT>
+struct FieldLayout {
+  using Options = OptionsT;
+  using State = StateT;
+  static void group_out(const Options& o, Dict& g) {
+    auto f = Fields::saving_to(g);
+    Self::group_fields(f, const_cast<Options&>(o));  // saving only reads
+  }
+  static void group_in(Options& o, const Dict& g, const std::string& w) {
+    auto f = Fields::loading_from(g, w);
+    Self::group_fields(f, o);
+  }
+  static void state_out(const State& s, Dict& d) {
+    auto f = Fields::saving_to(d);
+    Self::state_fields(f, const_cast<State&>(s));  // saving only reads
+  }
+  static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p, const std::string& w) {
+    auto s = std::make_unique<State>();
+    auto f = Fields::loading_from(d, w, &p);
+    Self::state_fields(f, *s);
+    return s;
+  }
+};
 
 /// What a layout gives for optimizer `O`: its options and state types, and the four functions.
 template <class L>

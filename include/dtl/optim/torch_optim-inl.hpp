@@ -31,28 +31,12 @@ inline void check_betas(const std::tuple<double, double>& b, const char* optimiz
   require(0.0 <= std::get<0>(b) && std::get<0>(b) < 1.0, optimizer, "beta parameter at index 0", std::get<0>(b));
   require(0.0 <= std::get<1>(b) && std::get<1>(b) < 1.0, optimizer, "beta parameter at index 1", std::get<1>(b));
 }
-inline std::tuple<double, double> tuple_of(const std::pair<double, double>& p) { return {p.first, p.second}; }
-/// A flag Python's `__setstate__` defaults when an older torch's state dict lacks it.
-inline bool flag_or(const python_layout::Dict& g, const char* k, bool def, const std::string& w) {
-  return g.contains(k) ? python_layout::flag(g, k, w) : def;
-}
-/// The keys every torch 2.x group has beside the hyperparameters: dtl's step is torch.optim's
-/// single-tensor one, not capturable, not differentiable.
-inline void common_keys(python_layout::Dict& g, bool maximize) {
-  g.insert("maximize", maximize);
-  g.insert("foreach", c10::IValue());
-  g.insert("capturable", false);
-  g.insert("differentiable", false);
+/// The keys every torch 2.x group has after `maximize`: dtl's step is torch.optim's single-tensor
+/// one, not capturable, not differentiable.
+inline void single_tensor_keys(python_layout::Fields& f) {
+  f.none("foreach").fixed("capturable", false).fixed("differentiable", false);
 }
 inline torch::Tensor zeros(const torch::Tensor& p) { return torch::zeros_like(p, at::MemoryFormat::Preserve); }
-
-using python_layout::at;
-using python_layout::in;
-using python_layout::out;
-using python_layout::pair;
-using python_layout::scalar;
-using python_layout::scalar_tensor;
-using python_layout::tuple;
 
 }  // namespace impl
 
@@ -82,28 +66,12 @@ DTL_INLINE void Adadelta::update(torch::Tensor& p, torch::Tensor grad, State& s,
   s.acc_delta().mul_(rho).addcmul_(delta, delta, 1 - rho);
   p.add_(delta, -o.lr());
 }
-DTL_INLINE void Adadelta::group_out(const Options& o, Dict& g) {
-  g.insert("lr", o.lr());
-  g.insert("rho", o.rho());
-  g.insert("eps", o.eps());
-  g.insert("weight_decay", o.weight_decay());
-  impl::common_keys(g, o.maximize());
+DTL_INLINE void Adadelta::group_fields(Fields& f, Options& o) {
+  f("lr", o.lr())("rho", o.rho())("eps", o.eps())("weight_decay", o.weight_decay())("maximize", o.maximize());
+  impl::single_tensor_keys(f);
 }
-DTL_INLINE void Adadelta::group_in(Options& o, const Dict& g, const std::string& w) {
-  o.lr(num(g, "lr", w)).rho(num(g, "rho", w)).eps(num(g, "eps", w)).weight_decay(num(g, "weight_decay", w));
-  o.maximize(impl::flag_or(g, "maximize", false, w));
-}
-DTL_INLINE void Adadelta::state_out(const State& s, Dict& d) {
-  d.insert("step", impl::scalar_tensor(s.step()));
-  d.insert("square_avg", impl::out(s.square_avg()));
-  d.insert("acc_delta", impl::out(s.acc_delta()));
-}
-DTL_INLINE std::unique_ptr<Adadelta::State> Adadelta::state_in(const Dict& d, const torch::Tensor& p,
-                                                                const std::string& w) {
-  auto s = std::make_unique<State>();
-  s->step(static_cast<float>(impl::scalar(d, "step", w)));
-  s->square_avg(impl::in(impl::at(d, "square_avg", w), p)).acc_delta(impl::in(impl::at(d, "acc_delta", w), p));
-  return s;
+DTL_INLINE void Adadelta::state_fields(Fields& f, State& s) {
+  f("step", s.step())("square_avg", s.square_avg())("acc_delta", s.acc_delta());
 }
 
 // ------------------------------------------------------------------------------------------ Adamax
@@ -132,28 +100,12 @@ DTL_INLINE void Adamax::update(torch::Tensor& p, torch::Tensor grad, State& s, c
   const double clr = o.lr() / bias_correction;
   p.addcdiv_(s.exp_avg(), exp_inf, -clr);
 }
-DTL_INLINE void Adamax::group_out(const Options& o, Dict& g) {
-  g.insert("lr", o.lr());
-  g.insert("betas", impl::tuple(std::get<0>(o.betas()), std::get<1>(o.betas())));
-  g.insert("eps", o.eps());
-  g.insert("weight_decay", o.weight_decay());
-  impl::common_keys(g, o.maximize());
+DTL_INLINE void Adamax::group_fields(Fields& f, Options& o) {
+  f("lr", o.lr())("betas", o.betas())("eps", o.eps())("weight_decay", o.weight_decay())("maximize", o.maximize());
+  impl::single_tensor_keys(f);
 }
-DTL_INLINE void Adamax::group_in(Options& o, const Dict& g, const std::string& w) {
-  o.lr(num(g, "lr", w)).betas(impl::tuple_of(impl::pair(g, "betas", w))).eps(num(g, "eps", w));
-  o.weight_decay(num(g, "weight_decay", w)).maximize(impl::flag_or(g, "maximize", false, w));
-}
-DTL_INLINE void Adamax::state_out(const State& s, Dict& d) {
-  d.insert("step", impl::scalar_tensor(s.step()));
-  d.insert("exp_avg", impl::out(s.exp_avg()));
-  d.insert("exp_inf", impl::out(s.exp_inf()));
-}
-DTL_INLINE std::unique_ptr<Adamax::State> Adamax::state_in(const Dict& d, const torch::Tensor& p,
-                                                            const std::string& w) {
-  auto s = std::make_unique<State>();
-  s->step(static_cast<float>(impl::scalar(d, "step", w)));
-  s->exp_avg(impl::in(impl::at(d, "exp_avg", w), p)).exp_inf(impl::in(impl::at(d, "exp_inf", w), p));
-  return s;
+DTL_INLINE void Adamax::state_fields(Fields& f, State& s) {
+  f("step", s.step())("exp_avg", s.exp_avg())("exp_inf", s.exp_inf());
 }
 
 // ------------------------------------------------------------------------------------------- NAdam
@@ -195,32 +147,14 @@ DTL_INLINE void NAdam::update(torch::Tensor& p, torch::Tensor grad, State& s, co
   p.addcdiv_(grad, denom, -lr * (1.0 - mu) / (1.0 - mu_product));
   p.addcdiv_(s.exp_avg(), denom, (-lr * mu_next) / (1.0 - mu_product_next));
 }
-DTL_INLINE void NAdam::group_out(const Options& o, Dict& g) {
-  g.insert("lr", o.lr());
-  g.insert("betas", impl::tuple(std::get<0>(o.betas()), std::get<1>(o.betas())));
-  g.insert("eps", o.eps());
-  g.insert("weight_decay", o.weight_decay());
-  g.insert("momentum_decay", o.momentum_decay());
-  g.insert("decoupled_weight_decay", o.decoupled_weight_decay());
-  impl::common_keys(g, o.maximize());
+DTL_INLINE void NAdam::group_fields(Fields& f, Options& o) {
+  f("lr", o.lr())("betas", o.betas())("eps", o.eps())("weight_decay", o.weight_decay());
+  f("momentum_decay", o.momentum_decay())("decoupled_weight_decay", o.decoupled_weight_decay());
+  f("maximize", o.maximize());
+  impl::single_tensor_keys(f);
 }
-DTL_INLINE void NAdam::group_in(Options& o, const Dict& g, const std::string& w) {
-  o.lr(num(g, "lr", w)).betas(impl::tuple_of(impl::pair(g, "betas", w))).eps(num(g, "eps", w));
-  o.weight_decay(num(g, "weight_decay", w)).momentum_decay(num(g, "momentum_decay", w));
-  o.decoupled_weight_decay(impl::flag_or(g, "decoupled_weight_decay", false, w));
-  o.maximize(impl::flag_or(g, "maximize", false, w));
-}
-DTL_INLINE void NAdam::state_out(const State& s, Dict& d) {
-  d.insert("step", impl::scalar_tensor(s.step()));
-  d.insert("mu_product", impl::scalar_tensor(s.mu_product()));
-  d.insert("exp_avg", impl::out(s.exp_avg()));
-  d.insert("exp_avg_sq", impl::out(s.exp_avg_sq()));
-}
-DTL_INLINE std::unique_ptr<NAdam::State> NAdam::state_in(const Dict& d, const torch::Tensor& p, const std::string& w) {
-  auto s = std::make_unique<State>();
-  s->step(static_cast<float>(impl::scalar(d, "step", w))).mu_product(static_cast<float>(impl::scalar(d, "mu_product", w)));
-  s->exp_avg(impl::in(impl::at(d, "exp_avg", w), p)).exp_avg_sq(impl::in(impl::at(d, "exp_avg_sq", w), p));
-  return s;
+DTL_INLINE void NAdam::state_fields(Fields& f, State& s) {
+  f("step", s.step())("mu_product", s.mu_product())("exp_avg", s.exp_avg())("exp_avg_sq", s.exp_avg_sq());
 }
 
 // ------------------------------------------------------------------------------------------- RAdam
@@ -264,30 +198,13 @@ DTL_INLINE void RAdam::update(torch::Tensor& p, torch::Tensor grad, State& s, co
     p.add_(bias_corrected_exp_avg * lr, -1.0);
   }
 }
-DTL_INLINE void RAdam::group_out(const Options& o, Dict& g) {
-  g.insert("lr", o.lr());
-  g.insert("betas", impl::tuple(std::get<0>(o.betas()), std::get<1>(o.betas())));
-  g.insert("eps", o.eps());
-  g.insert("weight_decay", o.weight_decay());
-  g.insert("decoupled_weight_decay", o.decoupled_weight_decay());
-  impl::common_keys(g, o.maximize());
+DTL_INLINE void RAdam::group_fields(Fields& f, Options& o) {
+  f("lr", o.lr())("betas", o.betas())("eps", o.eps())("weight_decay", o.weight_decay());
+  f("decoupled_weight_decay", o.decoupled_weight_decay())("maximize", o.maximize());
+  impl::single_tensor_keys(f);
 }
-DTL_INLINE void RAdam::group_in(Options& o, const Dict& g, const std::string& w) {
-  o.lr(num(g, "lr", w)).betas(impl::tuple_of(impl::pair(g, "betas", w))).eps(num(g, "eps", w));
-  o.weight_decay(num(g, "weight_decay", w));
-  o.decoupled_weight_decay(impl::flag_or(g, "decoupled_weight_decay", false, w));
-  o.maximize(impl::flag_or(g, "maximize", false, w));
-}
-DTL_INLINE void RAdam::state_out(const State& s, Dict& d) {
-  d.insert("step", impl::scalar_tensor(s.step()));
-  d.insert("exp_avg", impl::out(s.exp_avg()));
-  d.insert("exp_avg_sq", impl::out(s.exp_avg_sq()));
-}
-DTL_INLINE std::unique_ptr<RAdam::State> RAdam::state_in(const Dict& d, const torch::Tensor& p, const std::string& w) {
-  auto s = std::make_unique<State>();
-  s->step(static_cast<float>(impl::scalar(d, "step", w)));
-  s->exp_avg(impl::in(impl::at(d, "exp_avg", w), p)).exp_avg_sq(impl::in(impl::at(d, "exp_avg_sq", w), p));
-  return s;
+DTL_INLINE void RAdam::state_fields(Fields& f, State& s) {
+  f("step", s.step())("exp_avg", s.exp_avg())("exp_avg_sq", s.exp_avg_sq());
 }
 
 // -------------------------------------------------------------------------------------------- ASGD
@@ -320,30 +237,13 @@ DTL_INLINE void ASGD::update(torch::Tensor& p, torch::Tensor grad, State& s, con
   s.eta(static_cast<float>(lr / std::pow(1 + lambd * lr * step, o.alpha())));
   s.mu(static_cast<float>(1 / std::max(1.0, step - o.t0())));
 }
-DTL_INLINE void ASGD::group_out(const Options& o, Dict& g) {
-  g.insert("lr", o.lr());
-  g.insert("lambd", o.lambd());
-  g.insert("alpha", o.alpha());
-  g.insert("t0", o.t0());
-  g.insert("weight_decay", o.weight_decay());
-  impl::common_keys(g, o.maximize());
+DTL_INLINE void ASGD::group_fields(Fields& f, Options& o) {
+  f("lr", o.lr())("lambd", o.lambd())("alpha", o.alpha())("t0", o.t0())("weight_decay", o.weight_decay());
+  f("maximize", o.maximize());
+  impl::single_tensor_keys(f);
 }
-DTL_INLINE void ASGD::group_in(Options& o, const Dict& g, const std::string& w) {
-  o.lr(num(g, "lr", w)).lambd(num(g, "lambd", w)).alpha(num(g, "alpha", w)).t0(num(g, "t0", w));
-  o.weight_decay(num(g, "weight_decay", w)).maximize(impl::flag_or(g, "maximize", false, w));
-}
-DTL_INLINE void ASGD::state_out(const State& s, Dict& d) {
-  d.insert("step", impl::scalar_tensor(s.step()));
-  d.insert("eta", impl::scalar_tensor(s.eta()));
-  d.insert("mu", impl::scalar_tensor(s.mu()));
-  d.insert("ax", impl::out(s.ax()));
-}
-DTL_INLINE std::unique_ptr<ASGD::State> ASGD::state_in(const Dict& d, const torch::Tensor& p, const std::string& w) {
-  auto s = std::make_unique<State>();
-  s->step(static_cast<float>(impl::scalar(d, "step", w)));
-  s->eta(static_cast<float>(impl::scalar(d, "eta", w))).mu(static_cast<float>(impl::scalar(d, "mu", w)));
-  s->ax(impl::in(impl::at(d, "ax", w), p));
-  return s;
+DTL_INLINE void ASGD::state_fields(Fields& f, State& s) {
+  f("step", s.step())("eta", s.eta())("mu", s.mu())("ax", s.ax());
 }
 
 // ------------------------------------------------------------------------------------------- Rprop
@@ -374,27 +274,12 @@ DTL_INLINE void Rprop::update(torch::Tensor& p, torch::Tensor grad, State& s, co
   p.addcmul_(grad.sign(), s.step_size(), -1);
   s.prev().copy_(grad);
 }
-DTL_INLINE void Rprop::group_out(const Options& o, Dict& g) {
-  g.insert("lr", o.lr());
-  g.insert("etas", impl::tuple(std::get<0>(o.etas()), std::get<1>(o.etas())));
-  g.insert("step_sizes", impl::tuple(std::get<0>(o.step_sizes()), std::get<1>(o.step_sizes())));
-  impl::common_keys(g, o.maximize());
+DTL_INLINE void Rprop::group_fields(Fields& f, Options& o) {
+  f("lr", o.lr())("etas", o.etas())("step_sizes", o.step_sizes())("maximize", o.maximize());
+  impl::single_tensor_keys(f);
 }
-DTL_INLINE void Rprop::group_in(Options& o, const Dict& g, const std::string& w) {
-  o.lr(num(g, "lr", w)).etas(impl::tuple_of(impl::pair(g, "etas", w)));
-  o.step_sizes(impl::tuple_of(impl::pair(g, "step_sizes", w)));
-  o.maximize(impl::flag_or(g, "maximize", false, w));
-}
-DTL_INLINE void Rprop::state_out(const State& s, Dict& d) {
-  d.insert("step", impl::scalar_tensor(s.step()));
-  d.insert("prev", impl::out(s.prev()));
-  d.insert("step_size", impl::out(s.step_size()));
-}
-DTL_INLINE std::unique_ptr<Rprop::State> Rprop::state_in(const Dict& d, const torch::Tensor& p, const std::string& w) {
-  auto s = std::make_unique<State>();
-  s->step(static_cast<float>(impl::scalar(d, "step", w)));
-  s->prev(impl::in(impl::at(d, "prev", w), p)).step_size(impl::in(impl::at(d, "step_size", w), p));
-  return s;
+DTL_INLINE void Rprop::state_fields(Fields& f, State& s) {
+  f("step", s.step())("prev", s.prev())("step_size", s.step_size());
 }
 
 }  // namespace optim

@@ -45,10 +45,8 @@ class Adadelta : public PythonOptimizer<Adadelta, AdadeltaOptions, AdadeltaParam
   DTL_INLINE static void check(const Options& o);
   DTL_INLINE static std::unique_ptr<State> init_state(const torch::Tensor& p, const Options& o);
   DTL_INLINE static void update(torch::Tensor& p, torch::Tensor grad, State& s, const Options& o);
-  DTL_INLINE static void group_out(const Options& o, Dict& g);
-  DTL_INLINE static void group_in(Options& o, const Dict& g, const std::string& w);
-  DTL_INLINE static void state_out(const State& s, Dict& d);
-  DTL_INLINE static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p, const std::string& w);
+  DTL_INLINE static void group_fields(Fields& f, Options& o);
+  DTL_INLINE static void state_fields(Fields& f, State& s);
 };
 
 /// torch.optim.Adamax(lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, maximize=False).
@@ -75,10 +73,8 @@ class Adamax : public PythonOptimizer<Adamax, AdamaxOptions, AdamaxParamState> {
   DTL_INLINE static void check(const Options& o);
   DTL_INLINE static std::unique_ptr<State> init_state(const torch::Tensor& p, const Options& o);
   DTL_INLINE static void update(torch::Tensor& p, torch::Tensor grad, State& s, const Options& o);
-  DTL_INLINE static void group_out(const Options& o, Dict& g);
-  DTL_INLINE static void group_in(Options& o, const Dict& g, const std::string& w);
-  DTL_INLINE static void state_out(const State& s, Dict& d);
-  DTL_INLINE static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p, const std::string& w);
+  DTL_INLINE static void group_fields(Fields& f, Options& o);
+  DTL_INLINE static void state_fields(Fields& f, State& s);
 };
 
 /// torch.optim.NAdam(lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
@@ -109,10 +105,8 @@ class NAdam : public PythonOptimizer<NAdam, NAdamOptions, NAdamParamState> {
   DTL_INLINE static void check(const Options& o);
   DTL_INLINE static std::unique_ptr<State> init_state(const torch::Tensor& p, const Options& o);
   DTL_INLINE static void update(torch::Tensor& p, torch::Tensor grad, State& s, const Options& o);
-  DTL_INLINE static void group_out(const Options& o, Dict& g);
-  DTL_INLINE static void group_in(Options& o, const Dict& g, const std::string& w);
-  DTL_INLINE static void state_out(const State& s, Dict& d);
-  DTL_INLINE static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p, const std::string& w);
+  DTL_INLINE static void group_fields(Fields& f, Options& o);
+  DTL_INLINE static void state_fields(Fields& f, State& s);
 };
 
 /// torch.optim.RAdam(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
@@ -141,10 +135,8 @@ class RAdam : public PythonOptimizer<RAdam, RAdamOptions, RAdamParamState> {
   DTL_INLINE static void check(const Options& o);
   DTL_INLINE static std::unique_ptr<State> init_state(const torch::Tensor& p, const Options& o);
   DTL_INLINE static void update(torch::Tensor& p, torch::Tensor grad, State& s, const Options& o);
-  DTL_INLINE static void group_out(const Options& o, Dict& g);
-  DTL_INLINE static void group_in(Options& o, const Dict& g, const std::string& w);
-  DTL_INLINE static void state_out(const State& s, Dict& d);
-  DTL_INLINE static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p, const std::string& w);
+  DTL_INLINE static void group_fields(Fields& f, Options& o);
+  DTL_INLINE static void state_fields(Fields& f, State& s);
 };
 
 /// torch.optim.ASGD(lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, maximize=False).
@@ -172,10 +164,8 @@ class ASGD : public PythonOptimizer<ASGD, ASGDOptions, ASGDParamState> {
   DTL_INLINE static void check(const Options& o);
   DTL_INLINE static std::unique_ptr<State> init_state(const torch::Tensor& p, const Options& o);
   DTL_INLINE static void update(torch::Tensor& p, torch::Tensor grad, State& s, const Options& o);
-  DTL_INLINE static void group_out(const Options& o, Dict& g);
-  DTL_INLINE static void group_in(Options& o, const Dict& g, const std::string& w);
-  DTL_INLINE static void state_out(const State& s, Dict& d);
-  DTL_INLINE static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p, const std::string& w);
+  DTL_INLINE static void group_fields(Fields& f, Options& o);
+  DTL_INLINE static void state_fields(Fields& f, State& s);
 };
 
 /// torch.optim.Rprop(lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), maximize=False).
@@ -201,10 +191,8 @@ class Rprop : public PythonOptimizer<Rprop, RpropOptions, RpropParamState> {
   DTL_INLINE static void check(const Options& o);
   DTL_INLINE static std::unique_ptr<State> init_state(const torch::Tensor& p, const Options& o);
   DTL_INLINE static void update(torch::Tensor& p, torch::Tensor grad, State& s, const Options& o);
-  DTL_INLINE static void group_out(const Options& o, Dict& g);
-  DTL_INLINE static void group_in(Options& o, const Dict& g, const std::string& w);
-  DTL_INLINE static void state_out(const State& s, Dict& d);
-  DTL_INLINE static std::unique_ptr<State> state_in(const Dict& d, const torch::Tensor& p, const std::string& w);
+  DTL_INLINE static void group_fields(Fields& f, Options& o);
+  DTL_INLINE static void state_fields(Fields& f, State& s);
 };
 
 }  // namespace optim
