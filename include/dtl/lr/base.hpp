@@ -25,6 +25,7 @@ namespace dtl {
 inline namespace DTL_ABI {
 namespace lr {
 
+class SchedulerList;
 class SequentialLR;
 
 /// A value per param group, given as one number for all groups or one per group (Python's
@@ -131,8 +132,8 @@ class LRScheduler {
   std::shared_ptr<torch::optim::Optimizer> optimizer_;
 
  private:
+  friend class SchedulerList;
   friend class SequentialLR;
-  friend class ChainedScheduler;
   std::vector<double> base_lrs_;
   std::vector<double> last_lr_;
   std::vector<double> scratch_;

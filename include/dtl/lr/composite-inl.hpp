@@ -12,10 +12,29 @@ namespace lr {
 
 namespace compat = dtl::detail::compat;
 
+DTL_INLINE void SchedulerList::undo_initial_step() {
+  if (!compat::lr_undo_is_recursive) return LRScheduler::undo_initial_step();
+  for (auto& s : schedulers_) s->undo_initial_step();
+}
+
+DTL_INLINE nlohmann::json SchedulerList::scheduler_states() const {
+  nlohmann::json subs = nlohmann::json::array();
+  for (const auto& s : schedulers_) subs.push_back(s->state_dict());
+  return subs;
+}
+
+DTL_INLINE void SchedulerList::load_scheduler_states(const nlohmann::json& state, const char* who) {
+  const auto& subs = state.at("_schedulers");
+  if (subs.size() != schedulers_.size())
+    detail::invalid(who, "load_state_dict: the state has " + std::to_string(subs.size()) + " schedulers but this " +
+                             who + " has " + std::to_string(schedulers_.size()));
+  for (std::size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->load_state_dict(subs[i]);
+}
+
 DTL_INLINE SequentialLR::SequentialLR(std::shared_ptr<torch::optim::Optimizer> optimizer,
                                       std::vector<std::shared_ptr<LRScheduler>> schedulers,
                                       std::vector<std::int64_t> milestones)
-    : LRScheduler(std::move(optimizer)), schedulers_(std::move(schedulers)), milestones_(std::move(milestones)) {
+    : SchedulerList(std::move(optimizer), std::move(schedulers)), milestones_(std::move(milestones)) {
   if (schedulers_.empty()) detail::invalid("SequentialLR", "needs at least one scheduler");
   for (std::size_t i = 0; i < schedulers_.size(); ++i) {
     if (!schedulers_[i]) detail::invalid("SequentialLR", "scheduler " + std::to_string(i) + " is null");
@@ -48,10 +67,6 @@ DTL_INLINE SequentialLR::SequentialLR(std::shared_ptr<torch::optim::Optimizer> o
   set_last_lr(schedulers_[first]->get_last_lr());
 }
 
-DTL_INLINE void SequentialLR::undo_initial_step() {
-  if (!compat::lr_undo_is_recursive) return LRScheduler::undo_initial_step();
-  for (auto& s : schedulers_) s->undo_initial_step();
-}
 
 DTL_INLINE void SequentialLR::step() {
   shift_last_epoch(1);
@@ -71,25 +86,23 @@ DTL_INLINE void SequentialLR::step() {
 }
 
 DTL_INLINE nlohmann::json SequentialLR::state_dict() const {
-  nlohmann::json subs = nlohmann::json::array();
-  for (const auto& s : schedulers_) subs.push_back(s->state_dict());
-  return {
-      {"_milestones", milestones_}, {"last_epoch", last_epoch()}, {"_last_lr", get_last_lr()}, {"_schedulers", subs}};
+  return {{"_milestones", milestones_},
+          {"last_epoch", last_epoch()},
+          {"_last_lr", get_last_lr()},
+          {"_schedulers", scheduler_states()}};
 }
 
 DTL_INLINE void SequentialLR::load_state_dict(const nlohmann::json& state) {
   detail::load_if_present(state, "_milestones", milestones_);
   set_last_epoch(state.at("last_epoch").get<std::int64_t>());
   set_last_lr(state.at("_last_lr").get<std::vector<double>>());
-  const auto& subs = state.at("_schedulers");
-  if (subs.size() != schedulers_.size())
-    detail::invalid("SequentialLR", "load_state_dict: the state has " + std::to_string(subs.size()) +
-                                        " schedulers but this SequentialLR has " + std::to_string(schedulers_.size()));
-  for (std::size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->load_state_dict(subs[i]);
+  load_scheduler_states(state, "SequentialLR");
 }
 
+// (`schedulers` is copied, not moved: a move could come before first_optimizer reads it, as the
+// order in which arguments are evaluated is unspecified)
 DTL_INLINE ChainedScheduler::ChainedScheduler(std::vector<std::shared_ptr<LRScheduler>> schedulers)
-    : LRScheduler(first_optimizer(schedulers)), schedulers_(std::move(schedulers)) {
+    : SchedulerList(first_optimizer(schedulers), schedulers) {
   for (std::size_t i = 1; i < schedulers_.size(); ++i)
     if (!schedulers_[i] || schedulers_[i]->optimizer() != optimizer_)
       detail::invalid("ChainedScheduler",
@@ -104,25 +117,13 @@ DTL_INLINE void ChainedScheduler::step() {
   set_last_lr_from_groups();
 }
 
-DTL_INLINE void ChainedScheduler::undo_initial_step() {
-  if (!compat::lr_undo_is_recursive) return LRScheduler::undo_initial_step();
-  for (auto& s : schedulers_) s->undo_initial_step();
-}
-
 DTL_INLINE nlohmann::json ChainedScheduler::state_dict() const {
-  nlohmann::json subs = nlohmann::json::array();
-  for (const auto& s : schedulers_) subs.push_back(s->state_dict());
-  return {{"_last_lr", get_last_lr()}, {"_schedulers", subs}};
+  return {{"_last_lr", get_last_lr()}, {"_schedulers", scheduler_states()}};
 }
 
 DTL_INLINE void ChainedScheduler::load_state_dict(const nlohmann::json& state) {
   set_last_lr(state.at("_last_lr").get<std::vector<double>>());
-  const auto& subs = state.at("_schedulers");
-  if (subs.size() != schedulers_.size())
-    detail::invalid("ChainedScheduler", "load_state_dict: the state has " + std::to_string(subs.size()) +
-                                            " schedulers but this ChainedScheduler has " +
-                                            std::to_string(schedulers_.size()));
-  for (std::size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->load_state_dict(subs[i]);
+  load_scheduler_states(state, "ChainedScheduler");
 }
 
 DTL_INLINE std::shared_ptr<torch::optim::Optimizer> ChainedScheduler::first_optimizer(
