@@ -505,7 +505,8 @@ def generate(groups, entries, tests):
              "headers' `static_assert`s name. This page is generated from it by "
              "`python3 scripts/gen_diagnostics.py`; `scripts/test.sh` runs it with `--check`, which fails when the page is out of date, when "
              "a header spells a message itself, or when no compile-fail test (`tests/compile_fail/*.cpp`, "
-             "whose first line is the text its compile error must contain) expects an entry that does not "
+             "whose first line is the text its compile error must contain: the first error, where the compile "
+             "stops) expects an entry that does not "
              "say why it cannot have one."),
         "",
         wrap("The trial tests assemble a valid trial from the parts in `tests/compile_fail/trial_base.hpp` "
