@@ -197,12 +197,11 @@ def main():
         if h not in seen:
             seen.add(h)
             todo += [d for d in edges.get(h, ()) if not d.endswith("-inl.hpp")]
-    for d in sorted(headers):
-        if d.endswith("-inl.hpp") or (d in seen) == (d not in allowed):
-            continue
-        if d in seen:
+    for d in sorted(h for h in headers if not h.endswith("-inl.hpp")):
+        if d in seen and d in allowed:
             errors.append(f"docs/parts.toml: [[inl_only]] lists {d}, but a declaration header includes it: "
                           "drop the entry")
+        if d in seen or d in allowed:
             continue
         by = sorted(h for h, deps in edges.items() if d in deps and unit(h) != unit(d))
         how = ("is included only by -inl.hpp files" if all(h.endswith("-inl.hpp") for h in by)

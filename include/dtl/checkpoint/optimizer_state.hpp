@@ -64,11 +64,12 @@ struct AdamLike : FieldLayout<AdamLike<Opt, O, S>, O, S> {
     f.fixed("maximize", false).none("foreach").fixed("capturable", false).fixed("differentiable", false);
     f.none("fused").fixed("decoupled_weight_decay", std::is_same_v<Opt, torch::optim::AdamW>);
 #else
-    if constexpr (std::is_same_v<Opt, torch::optim::Adam>)
-      f.fixed("maximize", false).none("foreach").fixed("capturable", false).fixed("differentiable", false);
-    else
+    if constexpr (std::is_same_v<Opt, torch::optim::Adam>) {
+      f.fixed("maximize", false).none("foreach").fixed("capturable", false);
+      f.fixed("differentiable", false).fixed("fused", false);
+    } else {
       f.none("foreach").fixed("maximize", false).fixed("capturable", false);
-    if constexpr (std::is_same_v<Opt, torch::optim::Adam>) f.fixed("fused", false);
+    }
 #endif
   }
   static void state_fields(Fields& f, State& s) {

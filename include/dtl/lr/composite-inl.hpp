@@ -67,7 +67,6 @@ DTL_INLINE SequentialLR::SequentialLR(std::shared_ptr<torch::optim::Optimizer> o
   set_last_lr(schedulers_[first]->get_last_lr());
 }
 
-
 DTL_INLINE void SequentialLR::step() {
   shift_last_epoch(1);
   const auto e = last_epoch();
