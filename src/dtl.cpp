@@ -35,6 +35,7 @@
 #include <dtl/lr/cyclic-inl.hpp>
 #include <dtl/lr/decay-inl.hpp>
 #include <dtl/lr/swa-inl.hpp>
+#include <dtl/optim/python_optimizers-inl.hpp>
 #include <dtl/optim/torch_optim-inl.hpp>
 #include <dtl/profiler-inl.hpp>
 #include <dtl/samplers/sampler_state_json-inl.hpp>

@@ -1,4 +1,4 @@
-// dtl — what GradScaler and checkpoints ask of an optimizer dtl wrapped (python_optimizers.hpp):
+// dtl — what GradScaler and checkpoints ask of an optimizer dtl wrapped (python_optimizers-inl.hpp):
 // whether its step is fused (takes the scale and the inf flag into its kernel), that step, and
 // state kept on the device made visible. Reached by a cross-cast from torch::optim::Optimizer.
 #ifndef DTL_OPTIM_STEP_CONTROL_HPP
