@@ -4,6 +4,7 @@
 
 #include <dtl/detail/abi.hpp>
 
+#include <dtl/detail/torch_compat_profiler.hpp>
 #include <dtl/profiler.hpp>
 
 namespace dtl {

@@ -7,6 +7,9 @@
 #include "../core/test_trials.hpp"
 #include "../optim/optim_cases.hpp"
 
+// process_group() and allreduce_sum_async_ hand out c10d types, which dtl's headers only name.
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
 #include <fstream>
 
 namespace {

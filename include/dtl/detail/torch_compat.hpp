@@ -1,6 +1,8 @@
 // dtl — what differs between the LibTorch versions dtl supports, in one place: Debian's 1.13 and
 // 2.x (PyPI's wheel, pytorch.org's archive). Code elsewhere names these and never tests a
-// version itself. docs/building.md lists the supported versions.
+// version itself. docs/building.md lists the supported versions. What needs c10d or Kineto is in
+// torch_compat_c10d.hpp and torch_compat_profiler.hpp, which only -inl.hpp files include: their
+// headers leave templates pending in every translation unit that parses them.
 #ifndef DTL_DETAIL_TORCH_COMPAT_HPP
 #define DTL_DETAIL_TORCH_COMPAT_HPP
 
@@ -10,16 +12,11 @@
 #include <torch/version.h>
 
 #include <ATen/autocast_mode.h>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#if TORCH_VERSION_MAJOR >= 2
-#include <torch/csrc/autograd/profiler_kineto.h>
-#endif
 
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -35,34 +32,6 @@ namespace dtl {
 inline namespace DTL_ABI {
 namespace detail {
 namespace compat {
-
-/// What runs collectives. In 2.x a process group dispatches to per-device backends and
-/// ProcessGroupGloo/ProcessGroupNCCL are such backends (c10d::Backend); in 1.13 they are process
-/// groups themselves. Both have the same allreduce/broadcast/allgather/barrier calls.
-#if DTL_TORCH_2
-using CollectiveGroup = c10d::Backend;
-#else
-using CollectiveGroup = c10d::ProcessGroup;
-#endif
-
-/// A c10d::ProcessGroup that runs collectives on CPU tensors on `cpu` (Gloo) and on CUDA tensors
-/// on `cuda` (NCCL) when given, for users who want one. In 1.13 a process group is one backend:
-/// `cpu` itself.
-inline c10::intrusive_ptr<c10d::ProcessGroup> as_process_group(const c10::intrusive_ptr<CollectiveGroup>& cpu,
-                                                                const c10::intrusive_ptr<CollectiveGroup>& cuda,
-                                                                const c10::intrusive_ptr<c10d::Store>& store) {
-#if DTL_TORCH_2
-  using Type = c10d::ProcessGroup::BackendType;
-  auto pg = c10::make_intrusive<c10d::ProcessGroup>(store, cpu->getRank(), cpu->getSize());
-  pg->setBackend(c10::kCPU, Type::GLOO, cpu);
-  if (cuda) pg->setBackend(c10::kCUDA, Type::NCCL, cuda);
-  pg->setDefaultBackend(cuda ? Type::NCCL : Type::GLOO);
-  return pg;
-#else
-  (void)cuda, (void)store;
-  return cpu;
-#endif
-}
 
 /// The key of a parameter's entry in `torch::optim::Optimizer::state()`: the address of its
 /// TensorImpl, as a string in 1.13 and as the pointer itself in 2.x.
@@ -120,46 +89,6 @@ inline bool cpu_autocast_supports(c10::ScalarType t) {
   return t == c10::kBFloat16 || t == c10::kHalf;
 #else
   return t == c10::kBFloat16;
-#endif
-}
-
-// ---- the profiler: Kineto in 2.x, the autograd profiler in Debian's 1.13 (built without it) ----
-
-/// Whether this LibTorch profiles through Kineto (torch.profiler's engine: its traces open in
-/// Perfetto and TensorBoard's PyTorch profiler plugin).
-inline constexpr bool kineto_profiler = DTL_TORCH_2;
-
-#if DTL_TORCH_2
-namespace kineto {
-inline torch::profiler::impl::ProfilerConfig config() {
-  return torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::KINETO);
-}
-inline std::set<torch::profiler::impl::ActivityType> activities() {
-  std::set<torch::profiler::impl::ActivityType> a{torch::profiler::impl::ActivityType::CPU};
-  if (torch::cuda::is_available()) a.insert(torch::profiler::impl::ActivityType::CUDA);
-  return a;
-}
-}  // namespace kineto
-#endif
-
-/// torch.profiler's warmup: Kineto set up, nothing recorded yet.
-inline void kineto_prepare() {
-#if DTL_TORCH_2
-  torch::autograd::profiler::prepareProfiler(kineto::config(), kineto::activities());
-#endif
-}
-/// Starts recording (after kineto_prepare, or on its own).
-inline void kineto_start() {
-#if DTL_TORCH_2
-  torch::autograd::profiler::enableProfiler(kineto::config(), kineto::activities());
-#endif
-}
-/// Stops recording and writes the trace (Chrome trace JSON with Kineto's fields) to `path`.
-inline void kineto_stop_and_save(const std::string& path) {
-#if DTL_TORCH_2
-  torch::autograd::profiler::disableProfiler()->save(path);
-#else
-  (void)path;
 #endif
 }
 

@@ -4,6 +4,7 @@
 
 #include <dtl/detail/abi.hpp>
 
+#include <dtl/detail/torch_compat_c10d.hpp>
 #include <dtl/distributed/data_parallel.hpp>
 
 namespace dtl {

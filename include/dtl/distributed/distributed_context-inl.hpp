@@ -16,6 +16,8 @@
 static_assert(DTL_HAS_DISTRIBUTED_DEFINES, DTL_DIAG_MISSING_DISTRIBUTED_DEFINES);
 #undef DTL_HAS_DISTRIBUTED_DEFINES
 
+#include <dtl/detail/torch_compat_c10d.hpp>
+
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -23,8 +25,42 @@ static_assert(DTL_HAS_DISTRIBUTED_DEFINES, DTL_DIAG_MISSING_DISTRIBUTED_DEFINES)
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
 namespace dtl {
 inline namespace DTL_ABI {
+
+namespace detail {
+
+/// The connection a distributed run shares: store, process group, and what failed.
+struct Communicator {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<detail::compat::CollectiveGroup> group;       // ProcessGroupGloo: CPU tensors, objects
+  c10::intrusive_ptr<detail::compat::CollectiveGroup> cuda_group;  // ProcessGroupNCCL (nccl backend): CUDA tensors
+  c10::intrusive_ptr<c10d::ProcessGroup> user_group;                // process_group(), made when first asked for
+
+  /// The group that carries `t`: NCCL for a CUDA tensor when there is one, else Gloo.
+  [[nodiscard]] detail::compat::CollectiveGroup& for_tensor(const torch::Tensor& t) const {
+    return cuda_group && t.is_cuda() ? *cuda_group : *group;
+  }
+  std::chrono::milliseconds timeout{};
+  std::int64_t rank = 0;
+  std::int64_t size = 1;
+  bool failure_posted = false;
+  std::int64_t chief_calls = 0;  // run_on_chief's sequence number (the same on every rank)
+};
+
+}  // namespace detail
 
 DTL_INLINE DistributedContext::DistributedContext(DistributedOptions o) {
   o.validate();
@@ -199,6 +235,76 @@ DTL_INLINE std::vector<std::uint8_t> DistributedContext::broadcast_bytes(std::ve
   run(what, [&] { comm_->group->broadcast(b)->wait(); });
   const auto* p = buf.data_ptr<std::uint8_t>();
   return std::vector<std::uint8_t>(p, p + n);
+}
+
+DTL_INLINE std::vector<std::uint8_t> DistributedContext::run_on_chief_bytes(
+    const std::function<std::vector<std::uint8_t>()>& f, const std::string& what) const {
+  const auto id = std::to_string(comm_->chief_calls++);
+  const std::string done = "chief/" + id, beat = "chief/" + id + "/beat";
+  if (is_chief()) {
+    std::atomic<bool> working{true};
+    std::mutex m;
+    std::condition_variable cv;
+    std::thread heart([&] {
+      std::unique_lock lock(m);
+      while (working) {
+        try {
+          comm_->store->add(beat, 1);
+        } catch (...) {
+        }
+        cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return !working; });
+      }
+    });
+    const auto stop_heart = [&] {
+      {
+        std::lock_guard lock(m);
+        working = false;
+      }
+      cv.notify_all();
+      heart.join();
+    };
+    std::vector<std::uint8_t> bytes;
+    try {
+      bytes = f();
+    } catch (...) {
+      stop_heart();
+      throw;
+    }
+    stop_heart();
+    run(what.c_str(), [&] { comm_->store->set(done, bytes); });
+    return bytes;
+  }
+  auto last_beat = std::int64_t{-1};
+  auto last_change = std::chrono::steady_clock::now();
+  auto pause = std::chrono::microseconds(200);
+  for (;;) {
+    bool ready = false;
+    std::int64_t b = 0;
+    try {
+      ready = comm_->store->check({done});
+      if (!ready) b = comm_->store->add(beat, 0);
+    } catch (const std::exception& e) {
+      auto peer = peer_failure();
+      throw DistributedError("dtl: rank " + std::to_string(rank) + ": a peer was lost while the chief (rank 0) was " +
+                             what + ": " + (peer.empty() ? "it exited or was killed" : peer) + " [" +
+                             first_line(e.what()) + "]");
+    }
+    if (ready) break;
+    const auto now = std::chrono::steady_clock::now();
+    if (b != last_beat) {
+      last_beat = b;
+      last_change = now;
+    } else if (now - last_change > comm_->timeout) {
+      throw DistributedError("dtl: rank " + std::to_string(rank) + ": the chief (rank 0) did not answer within " +
+                             seconds(comm_->timeout) + " while it was " + what +
+                             " (stopped or hung; DTL_DIST_TIMEOUT sets the limit)");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(50));
+  }
+  std::vector<std::uint8_t> bytes;
+  run(what.c_str(), [&] { bytes = comm_->store->get(done); });
+  return bytes;
 }
 
 }  // namespace DTL_ABI

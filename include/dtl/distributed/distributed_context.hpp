@@ -13,46 +13,33 @@
 #include <dtl/distributed/options.hpp>
 #include <dtl/errors.hpp>
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/csrc/distributed/c10d/Store.hpp>
-
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <cstdlib>
+#include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
+
+// c10d's types by name only: a trial's translation unit does not parse c10d, whose headers leave
+// ~40 MB of templates pending in every translation unit that does (docs/benchmarks.md). The -inl
+// file includes them (detail/torch_compat_c10d.hpp); so does a program that calls
+// process_group() (<torch/csrc/distributed/c10d/ProcessGroup.hpp>).
+namespace c10d {
+class ProcessGroup;
+class Store;
+class Work;
+}  // namespace c10d
 
 namespace dtl {
 inline namespace DTL_ABI {
 
 namespace detail {
 
-/// The connection a distributed run shares: store, process group, and what failed.
-struct Communicator {
-  c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<detail::compat::CollectiveGroup> group;       // ProcessGroupGloo: CPU tensors, objects
-  c10::intrusive_ptr<detail::compat::CollectiveGroup> cuda_group;  // ProcessGroupNCCL (nccl backend): CUDA tensors
-  c10::intrusive_ptr<c10d::ProcessGroup> user_group;                // process_group(), made when first asked for
-
-  /// The group that carries `t`: NCCL for a CUDA tensor when there is one, else Gloo.
-  [[nodiscard]] detail::compat::CollectiveGroup& for_tensor(const torch::Tensor& t) const {
-    return cuda_group && t.is_cuda() ? *cuda_group : *group;
-  }
-  std::chrono::milliseconds timeout{};
-  std::int64_t rank = 0;
-  std::int64_t size = 1;
-  bool failure_posted = false;
-  std::int64_t chief_calls = 0;  // run_on_chief's sequence number (the same on every rank)
-};
+/// The connection a distributed run shares (distributed_context-inl.hpp).
+struct Communicator;
 
 inline constexpr const char* failure_key = "dtl/failure";
 
@@ -123,75 +110,14 @@ class DistributedContext {
   template <class Json = nlohmann::json, class F>
   [[nodiscard]] Json run_on_chief(F&& f, const std::string& what) const {
     if (!comm_) return f();
-    const auto id = std::to_string(comm_->chief_calls++);
-    const std::string done = "chief/" + id, beat = "chief/" + id + "/beat";
-    if (is_chief()) {
-      std::atomic<bool> working{true};
-      std::mutex m;
-      std::condition_variable cv;
-      std::thread heart([&] {
-        std::unique_lock lock(m);
-        while (working) {
-          try {
-            comm_->store->add(beat, 1);
-          } catch (...) {
-          }
-          cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return !working; });
-        }
-      });
-      Json value;
-      try {
-        value = f();
-      } catch (...) {
-        {
-          std::lock_guard lock(m);
-          working = false;
-        }
-        cv.notify_all();
-        heart.join();
-        throw;
-      }
-      {
-        std::lock_guard lock(m);
-        working = false;
-      }
-      cv.notify_all();
-      heart.join();
-      const auto bytes = Json::to_cbor(value);
-      run(what.c_str(), [&] { comm_->store->set(done, bytes); });
-      return value;
-    }
-    auto last_beat = std::int64_t{-1};
-    auto last_change = std::chrono::steady_clock::now();
-    auto pause = std::chrono::microseconds(200);
-    for (;;) {
-      bool ready = false;
-      std::int64_t b = 0;
-      try {
-        ready = comm_->store->check({done});
-        if (!ready) b = comm_->store->add(beat, 0);
-      } catch (const std::exception& e) {
-        auto peer = peer_failure();
-        throw DistributedError("dtl: rank " + std::to_string(rank) + ": a peer was lost while the chief (rank 0) was " +
-                               what + ": " + (peer.empty() ? "it exited or was killed" : peer) + " [" +
-                               first_line(e.what()) + "]");
-      }
-      if (ready) break;
-      const auto now = std::chrono::steady_clock::now();
-      if (b != last_beat) {
-        last_beat = b;
-        last_change = now;
-      } else if (now - last_change > comm_->timeout) {
-        throw DistributedError("dtl: rank " + std::to_string(rank) + ": the chief (rank 0) did not answer within " +
-                               seconds(comm_->timeout) + " while it was " + what +
-                               " (stopped or hung; DTL_DIST_TIMEOUT sets the limit)");
-      }
-      std::this_thread::sleep_for(pause);
-      pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(50));
-    }
-    std::vector<std::uint8_t> bytes;
-    run(what.c_str(), [&] { bytes = comm_->store->get(done); });
-    return Json::from_cbor(bytes);
+    std::optional<Json> value;  // the chief's own, returned as f made it
+    auto bytes = run_on_chief_bytes(
+        [&] {
+          value = f();
+          return Json::to_cbor(*value);
+        },
+        what);
+    return value ? std::move(*value) : Json::from_cbor(bytes);
   }
 
   /// Waits until every rank has reached it.
@@ -239,7 +165,7 @@ class DistributedContext {
       if (!peer.empty())
         msg += peer;
       else
-        msg += "a peer was lost (it exited, was killed, or did not answer within " + seconds(comm_->timeout) +
+        msg += "a peer was lost (it exited, was killed, or did not answer within " + seconds(timeout()) +
                "; DTL_DIST_TIMEOUT sets the limit) [" + first_line(e.what()) + "]";
       throw DistributedError(msg);
     }
@@ -250,6 +176,11 @@ class DistributedContext {
 
   [[nodiscard]] DTL_INLINE std::vector<std::uint8_t> broadcast_bytes(std::vector<std::uint8_t> mine,
                                                                      const char* what) const;
+
+  /// run_on_chief's work, in bytes: on the chief `f`'s value, kept alive by a heartbeat while `f`
+  /// runs and then posted on the store; elsewhere, the chief's value once posted.
+  [[nodiscard]] DTL_INLINE std::vector<std::uint8_t> run_on_chief_bytes(
+      const std::function<std::vector<std::uint8_t>()>& f, const std::string& what) const;
 
   std::shared_ptr<detail::Communicator> comm_;
 };
