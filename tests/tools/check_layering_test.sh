@@ -4,8 +4,9 @@
 # include, an include no part's uses allows, a header in no part or in two, an include cycle, a
 # header over its limit, a stale parts table (which --write-docs then rewrites), a parts file that
 # names no part or makes parts use each other in a cycle, a header reached only through -inl files,
-# an [[inl_only]] entry that names no header or one a declaration header includes. A small tree that
-# keeps every rule passes.
+# an [[inl_only]] entry that names no header or one a declaration header includes, a declaration
+# header a trial parses that includes c10d (kept to -inl files by [[inl_only_outside]]), and such an
+# entry that no header includes. A small tree that keeps every rule passes.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tool="$root/tools/check_layering.py"
@@ -90,6 +91,18 @@ expect inl_only_reached "docs/parts.toml: [[inl_only]] lists dtl/checkpoint/stat
 fresh inl_only_transitive
 sed -i '/^\[\[inl_only\]\]$/{N;/dtl\/cluster\/http.hpp/{N;d}}' "$tmp/inl_only_transitive/docs/parts.toml"
 expect inl_only_transitive "dtl/cluster/http.hpp is reached only through -inl.hpp files (dtl/cluster/master.hpp)"
+
+fresh outside
+sed -i '0,/^#include <dtl\/errors.hpp>/s//&\n#include <torch\/csrc\/distributed\/c10d\/ProcessGroup.hpp>/' "$tmp/outside/include/dtl/distributed/distributed_context.hpp"
+expect outside "dtl/distributed/distributed_context.hpp includes <torch/csrc/distributed/c10d/ProcessGroup.hpp>, but a trial parses dtl/distributed/distributed_context.hpp (a declaration header) and [[inl_only_outside]] keeps torch/csrc/distributed/c10d/ to -inl files"
+
+fresh outside_transitive  # through a header only -inl files reached before
+sed -i '0,/^#include <dtl\/errors.hpp>/s//&\n#include <dtl\/detail\/torch_compat_c10d.hpp>/' "$tmp/outside_transitive/include/dtl/context.hpp"
+expect outside_transitive "dtl/detail/torch_compat_c10d.hpp includes <torch/csrc/distributed/c10d/ProcessGroup.hpp>, but a trial parses"
+
+fresh outside_stale
+printf '\n[[inl_only_outside]]\ninclude = "torch/csrc/gone/"\nreason = "was"\n' >>"$tmp/outside_stale/docs/parts.toml"
+expect outside_stale "docs/parts.toml: [[inl_only_outside]] names torch/csrc/gone/, which no header includes"
 
 # A tree that keeps every rule passes: an -inl file goes with its header, a listed header that does
 # not exist is no error, a shared part is included without being named.
