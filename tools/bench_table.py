@@ -144,18 +144,27 @@ def compile_time_rows(rounds, includes, log):
     log.write(f"== compile time: the precompiled <dtl/pch.hpp> (DTL_COMPILED_LIB) took {pch_build:.1f} s, "
               f"{pch_mb:.0f} MB\n")
     with_pch = compiled_lib + ("-Winvalid-pch", "-include", str(gch.with_suffix("")))
+    # The edit loop at -O0 (a debug build): the same split trial from a .gch built at -O0, against the
+    # empty torch.h main at -O0 (a later -O overrides COMPILE_FLAGS' -O2).
+    o0 = ("-O0",)
+    gch0 = work / "pch-O0" / "dtl" / "pch.hpp.gch"
+    gch0.parent.mkdir(parents=True, exist_ok=True)
+    pch0_build = compile_seconds(ROOT / "include" / "dtl" / "pch.hpp", includes, o0 + compiled_lib, output=gch0)
+    log.write(f"== compile time: the precompiled <dtl/pch.hpp> at -O0 took {pch0_build:.1f} s\n")
+    with_pch0 = o0 + compiled_lib + ("-Winvalid-pch", "-include", str(gch0.with_suffix("")))
     contenders = [(torch_only, ()), (trainer, ()), (trainer, compiled_lib), (PCH_TRIAL, with_pch),
-                  (SPLIT_TRIAL, with_pch)]
+                  (SPLIT_TRIAL, with_pch), (torch_only, o0), (SPLIT_TRIAL, with_pch0)]
     times = [[] for _ in contenders]
     for r in range(rounds):
         for k in range(len(contenders)):
             i = (k + r) % len(contenders)
             times[i].append(compile_seconds(contenders[i][0], includes, contenders[i][1]))
     med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
-    base, header, compiled, trial, split = (med(t) for t in times)
+    base, header, compiled, trial, split, base0, split0 = (med(t) for t in times)
     log.write(f"== compile time, {rounds} rounds: torch.h {times[0]} s, trainer.hpp {times[1]} s, "
               f"trainer.hpp with DTL_COMPILED_LIB {times[2]} s, {PCH_TRIAL.name} with the PCH {times[3]} s, "
-              f"onevar_split/{SPLIT_TRIAL.name} with the PCH {times[4]} s\n")
+              f"onevar_split/{SPLIT_TRIAL.name} with the PCH {times[4]} s; at -O0: torch.h {times[5]} s, "
+              f"onevar_split/{SPLIT_TRIAL.name} with the -O0 PCH {times[6]} s\n")
     rows = []
     for what, t in (("header-only", header), ("with libdtl (`DTL_COMPILED_LIB`)", compiled)):
         ratio = t / base
@@ -170,7 +179,12 @@ def compile_time_rows(rounds, includes, log):
                 f"(`examples/onevar_split/{SPLIT_TRIAL.name}`), against libdtl with a precompiled `<dtl/pch.hpp>` "
                 f"vs an empty `main` with `<torch/torch.h>` (CPU s) | {split:.1f} s | {base:.1f} s | "
                 f"{ratio:.3f} | <= 0.5 | {'yes' if ratio <= 0.5 else '**no**'} |")
-    return rows, f"the precompiled `<dtl/pch.hpp>` took {pch_build:.1f} s once ({pch_mb:.0f} MB)"
+    ratio = split0 / base0
+    rows.append(f"| The same rebuild at -O0, the edit loop of a debug build (`examples/onevar_split/{SPLIT_TRIAL.name}` "
+                f"with `<dtl/pch.hpp>` precompiled at -O0, against libdtl) vs an empty `main` with `<torch/torch.h>` "
+                f"at -O0 (CPU s) | {split0:.1f} s | {base0:.1f} s | {ratio:.3f} | <= 0.5 | {'yes' if ratio <= 0.5 else '**no**'} |")
+    return rows, (f"the precompiled `<dtl/pch.hpp>` took {pch_build:.1f} s once ({pch_mb:.0f} MB), "
+                  f"{pch0_build:.1f} s at -O0")
 
 
 def run_bench(name, args, pinned, python, log):

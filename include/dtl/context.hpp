@@ -411,7 +411,7 @@ class PyTorchTrialContext {
   template <bool Named, class X>
   auto add_reducer(X&& x, std::optional<std::string> name, ReducerPhases phases) {
     using U = std::remove_cvref_t<X>;
-    if constexpr (detail::is_shared_ptr<U>) {
+    if constexpr (detail::specialization_of<U, std::shared_ptr>) {
       using R = typename U::element_type;
       static_assert(detail::diagnose_reducer<R, Named>());
       for (const auto& w : reducers_)

@@ -9,6 +9,7 @@
 #include <dtl/detail/abi.hpp>
 #include <dtl/detail/always_false.hpp>
 #include <dtl/detail/diagnostics.hpp>
+#include <dtl/detail/specialization_of.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/builtin_reducers.hpp>
 
@@ -103,10 +104,6 @@ class SimpleReducer {
 
 namespace detail {
 
-template <class T>
-inline constexpr bool is_shared_ptr = false;
-template <class T>
-inline constexpr bool is_shared_ptr<std::shared_ptr<T>> = true;
 /// What a wrap_* argument holds: T for T and for std::shared_ptr<T>.
 template <class T>
 struct pointee {

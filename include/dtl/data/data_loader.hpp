@@ -144,7 +144,7 @@ inline constexpr bool repeats_before_batch<batch_node<U>> = U::has_repeat;
 /// before batching them, which the Trainer only shards and skips.
 template <class P>
 consteval bool check_batch_sampler() {
-  if constexpr (!is_pipeline<P>) {
+  if constexpr (!specialization_of<P, samplers::pipeline>) {
     static_assert(always_false<P>, DTL_DIAG_LOADER_SAMPLER_NOT_PIPELINE);
     return false;
   } else if constexpr (!P::is_batched) {

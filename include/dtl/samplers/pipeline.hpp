@@ -20,6 +20,7 @@
 #include <utility>
 
 #include <dtl/detail/diagnostics.hpp>
+#include <dtl/detail/specialization_of.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/samplers/batch.hpp>
 #include <dtl/samplers/node.hpp>
@@ -179,11 +180,6 @@ class pipeline {
 
 namespace detail {
 
-template <class T>
-inline constexpr bool is_pipeline = false;
-template <class Node>
-inline constexpr bool is_pipeline<samplers::pipeline<Node>> = true;
-
 /// A stage (`skip_stage`, ...) names the node it becomes (`Stage::node<U>`), so `|` knows a new
 /// stage from its own header alone.
 template <class T>
@@ -268,7 +264,7 @@ auto operator|(Left&& left, Stage&& stage) {
   using S = std::remove_cvref_t<Stage>;
   if constexpr (std::is_same_v<L, detail::rejected_pipeline>) {
     return detail::rejected_pipeline{};  // already reported
-  } else if constexpr (detail::is_pipeline<L>) {
+  } else if constexpr (detail::specialization_of<L, samplers::pipeline>) {
     if constexpr (detail::check_order<typename L::node_type, S>()) {
       return detail::attach(detail::pipeline_access::take(std::forward<Left>(left)), static_cast<const S&>(stage));
     } else {
