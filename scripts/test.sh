@@ -28,7 +28,7 @@ mark() {  # name: the time since the previous mark, and how busy the cores were 
   now=$(date +%s)
   busy=$(busy_ticks)
   ticks=$(( ($(getconf CLK_TCK) * (now - ${t_last:-$t_start})) * $(nproc) ))
-  timings+=("$(printf '%-34s %5d s  %3d%% busy' "$1" $((now - ${t_last:-$t_start})) \
+  timings+=("$(printf '%-36s %5d s  %3d%% busy' "$1" $((now - ${t_last:-$t_start})) \
     $(( ticks > 0 ? 100 * (busy - ${busy_last:-$busy_start}) / ticks : 0 )))")
   t_last=$now
   busy_last=$busy
@@ -194,7 +194,7 @@ fi
 if [ -z "$only" ] || [ "$only" = debian ]; then
   echo "== LibTorch 1.13 (Debian)"
   if debian_build; then
-    mark "build: LibTorch 1.13 (the rest, if begun beside 2.x)"
+    mark "build: LibTorch 1.13 (what is left)"
     trial_pch_used build
     # pkg-config and CMake, header-only, against Debian's LibTorch (every route ran on 2.x above):
     # two compilers, beside the 1.13 tests, which leave a core idle.
@@ -208,7 +208,7 @@ if [ -z "$only" ] || [ "$only" = debian ]; then
     examples build debian /usr/bin/python3
     mark "examples: LibTorch 1.13"
     collect debian:consumers
-    mark "consumers: LibTorch 1.13 (the rest)"
+    mark "consumers: LibTorch 1.13 (left)"
   else
     failed=$((failed + 1)); echo "FAIL build (Debian)"
   fi
@@ -240,6 +240,6 @@ mark "torch-free tests, plots, docs"
 
 echo "== time taken"
 printf '%s\n' "${timings[@]}"
-printf '%-34s %5d s\n' "total" $(( $(date +%s) - t_start ))
+printf '%-36s %5d s\n' "total" $(( $(date +%s) - t_start ))
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
