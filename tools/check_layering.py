@@ -142,7 +142,9 @@ def main():
 
     # ---- the headers and their parts ------------------------------------------------------------
     headers = {p.relative_to(inc).as_posix(): p for p in sorted(inc.rglob("*.hpp"))}
-    edges = {h: sorted(set(INCLUDE.findall(p.read_text()))) for h, p in headers.items()}
+    texts = {h: p.read_text() for h, p in headers.items()}
+    edges = {h: sorted(set(INCLUDE.findall(t))) for h, t in texts.items()}
+    outside_edges = {h: sorted(set(OUTSIDE.findall(t))) for h, t in texts.items()}  # LibTorch's, the standard's, ...
 
     def owners(h):
         return [p["name"] for p in parts if any(matches(e, h) for e in p["headers"])]
@@ -222,15 +224,13 @@ def main():
     # templates g++ instantiates again in each, docs/benchmarks.md); the declaration headers name
     # their types by forward declaration and only -inl files include them.
     for o in outside:
-        users = sorted(h for h, p in headers.items() if any(i.startswith(o["include"]) for i in OUTSIDE.findall(p.read_text())))
+        users = {h: found for h, deps in outside_edges.items() if (found := [d for d in deps if d.startswith(o["include"])])}
         if not users:
             errors.append(f"docs/parts.toml: [[inl_only_outside]] names {o['include']}, which no header includes")
-        for h in users:
-            if h in seen:
-                found = sorted(i for i in OUTSIDE.findall(headers[h].read_text()) if i.startswith(o["include"]))
-                errors.append(f"{h} includes <{found[0]}>, but a trial parses {h} (a declaration header) and "
-                              f"[[inl_only_outside]] keeps {o['include']} to -inl files: {o['reason']}; name its "
-                              "types by forward declaration and include it from the -inl file")
+        for h in sorted(users.keys() & seen):
+            errors.append(f"{h} includes <{users[h][0]}>, but a trial parses {h} (a declaration header) and "
+                          f"[[inl_only_outside]] keeps {o['include']} to -inl files: {o['reason']}; name its "
+                          "types by forward declaration and include it from the -inl file")
 
     # ---- no include cycle ------------------------------------------------------------------------
     graph = {}
