@@ -17,6 +17,7 @@
 #include <dtl/detail/compiled_lib.hpp>
 #include <dtl/detail/device.hpp>
 #include <dtl/detail/run_dir_lock.hpp>
+#include <dtl/detail/specialization_of.hpp>
 #include <dtl/distributed/data_parallel.hpp>
 #include <dtl/distributed/distributed_context.hpp>
 #include <dtl/environment.hpp>

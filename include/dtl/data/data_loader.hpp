@@ -17,6 +17,7 @@
 #include <dtl/data/prefetcher.hpp>
 #include <dtl/detail/always_false.hpp>
 #include <dtl/detail/diagnostics.hpp>
+#include <dtl/detail/specialization_of.hpp>
 #include <dtl/errors.hpp>
 #include <dtl/samplers/pipeline.hpp>
 
