@@ -65,15 +65,15 @@ check() {  # name, command...: one case, passed when the command succeeds
   else echo "FAIL $name"; tail -n 20 "$log/$name.out"; failed=$((failed + 1)); fi
 }
 
-# A check begun in the background at nice 19, beside parts that leave a core idle, and counted by
-# `collect NAME` as `check` counts its own.
+# Work begun in the background at nice 19, beside parts that leave a core idle: it takes only what
+# they leave. Its output goes to $log/NAME.out; `wait "${background_jobs[NAME]}"` is its status.
 declare -A background_jobs
-background_check() {  # name, command...
+in_background() {  # name, command...
   local name=$1; shift
   ( renice -n 19 "$BASHPID" >/dev/null; "$@" ) >"$log/$name.out" 2>&1 &
   background_jobs[$name]=$!
 }
-collect() {  # name: waits for its background_check
+collect() {  # name: a check begun in_background, counted as `check` counts its own
   local name=$1
   if wait "${background_jobs[$name]}"; then echo "PASS $name"; passed=$((passed + 1))
   else echo "FAIL $name"; tail -n 20 "$log/$name.out"; failed=$((failed + 1)); fi
@@ -89,19 +89,14 @@ build() {  # build dir, meson options...: configure once, then build; a failed b
 }
 
 # The 2.x tests leave about half the cores idle (a test process on one core, ranks waiting on
-# timeouts: 13% busy in the cluster faults); the 1.13 build fills them, begun in the background at
-# nice 19 once the 2.x build is done, so that it takes only what the tests leave. `debian_build`
-# collects it. (Two ninja jobs: with the 2.x compile-fail and consumer compilers beside it, memory.)
-debian_build_job=
-start_debian_build() {
-  ( renice -n 19 "$BASHPID" >/dev/null; ninja_jobs=2 build build -Dtorch_prefix=/usr ) >"$log/debian-build.report" 2>&1 &
-  debian_build_job=$!
-}
+# timeouts: 13% busy in the cluster faults); the 1.13 build fills them, begun in_background once the
+# 2.x build is done. `debian_build` collects it. (Two ninja jobs: with the 2.x compile-fail and
+# consumer compilers beside it, memory.)
 debian_build() {  # the 1.13 build: the background one's status (its errors printed), or a build now
   local rc=0
-  [ -z "$debian_build_job" ] && { build build -Dtorch_prefix=/usr; return; }
-  wait "$debian_build_job" || rc=$?
-  cat "$log/debian-build.report"
+  [ -z "${background_jobs[debian-build]:-}" ] && { build build -Dtorch_prefix=/usr; return; }
+  wait "${background_jobs[debian-build]}" || rc=$?
+  cat "$log/debian-build.out"
   return "$rc"
 }
 
@@ -151,7 +146,7 @@ if [ -z "$only" ] || [ "$only" = torch2 ]; then
   echo "== LibTorch $(.venv/bin/python3 -c 'import torch; print(torch.__version__)') (.venv), CUDA configuration"
   if build build-torch2 -Dtorch_prefix=.venv/bin/python3 -Dcuda=true; then
     mark "build: LibTorch 2.x, CUDA"
-    [ -z "$only" ] && start_debian_build
+    [ -z "$only" ] && ninja_jobs=2 in_background debian-build build build -Dtorch_prefix=/usr
     trial_pch_used build-torch2
     doctest_suite torch2:torch build-torch2/tests/dtl_tests
     # The CUDA test set on a machine without a GPU: one line, exit status 2.
@@ -198,7 +193,7 @@ if [ -z "$only" ] || [ "$only" = debian ]; then
     trial_pch_used build
     # pkg-config and CMake, header-only, against Debian's LibTorch (every route ran on 2.x above):
     # two compilers, beside the 1.13 tests, which leave a core idle.
-    background_check debian:consumers env DTL_CONSUMERS_ONLY=header-only bash tests/consumers/run.sh "$run/consumers-debian" /usr
+    in_background debian:consumers env DTL_CONSUMERS_ONLY=header-only bash tests/consumers/run.sh "$run/consumers-debian" /usr
     doctest_suite debian:torch build/tests/dtl_tests
     mark "tests: LibTorch 1.13"
     # dtl's diagnostics are its own static_asserts, the same on every LibTorch (run in full on
