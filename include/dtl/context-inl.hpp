@@ -14,6 +14,32 @@ DTL_INLINE PyTorchTrialContext::PyTorchTrialContext(detail::ContextSetup setup) 
     throw ConfigError("dtl: aggregation_frequency must be >= 1 (got " + std::to_string(s_.aggregation_frequency) + ")");
 }
 
+DTL_INLINE void PyTorchTrialContext::register_model(std::shared_ptr<torch::nn::Module> base,
+                                                    const DataParallelOptions& options) {
+  base->to(s_.device);
+  if (s_.distributed.connected()) {
+    detail::check_ranks_agree(s_.distributed, rank_fingerprint(), models_.size(), *base);
+    ModelSync sync{options, nullptr, {}};
+    detail::broadcast_tensors(s_.distributed, model_state_tensors(*base));
+    std::vector<std::pair<std::string, torch::Tensor>> named;
+    for (const auto& item : base->named_parameters()) named.emplace_back(item.key(), item.value());
+    for (const auto& b : base->buffers()) sync.buffers.push_back(b);
+    sync.gradients = std::make_unique<detail::GradientSynchronizer>(s_.distributed, std::move(named), options);
+    model_syncs_.push_back(std::move(sync));
+  }
+  models_.push_back(std::move(base));
+}
+
+DTL_INLINE void PyTorchTrialContext::register_optimizer(std::shared_ptr<torch::optim::Optimizer> optimizer,
+                                                        std::int64_t backward_passes_per_step) {
+  if (backward_passes_per_step < 1)
+    throw InvalidExperimentException("dtl: wrap_optimizer: backward_passes_per_step must be >= 1");
+  OptimizerEntry e{std::move(optimizer), {}};
+  for (const auto& group : e.optimizer->param_groups())
+    for (const auto& p : group.params()) e.params.push_back(p);
+  optimizers_.push_back(std::move(e));
+}
+
 DTL_INLINE std::shared_ptr<GradScaler> PyTorchTrialContext::wrap_scaler(GradScaler scaler) {
   return wrap_scaler(std::make_shared<GradScaler>(std::move(scaler)));
 }

@@ -130,23 +130,10 @@ class PyTorchTrialContext {
   ///   model_ = ctx.wrap_model(Net{}, {.find_unused_parameters = true});
   template <class M>
   M wrap_model(M model, DataParallelOptions options = {}) {
-    std::shared_ptr<torch::nn::Module> base;
     if constexpr (requires { model.ptr(); })
-      base = model.ptr();
+      register_model(model.ptr(), options);
     else
-      base = model;
-    base->to(s_.device);
-    if (s_.distributed.connected()) {
-      detail::check_ranks_agree(s_.distributed, rank_fingerprint(), models_.size(), *base);
-      ModelSync sync{options, nullptr, {}};
-      detail::broadcast_tensors(s_.distributed, model_state_tensors(*base));
-      std::vector<std::pair<std::string, torch::Tensor>> named;
-      for (const auto& item : base->named_parameters()) named.emplace_back(item.key(), item.value());
-      for (const auto& b : base->buffers()) sync.buffers.push_back(b);
-      sync.gradients = std::make_unique<detail::GradientSynchronizer>(s_.distributed, std::move(named), options);
-      model_syncs_.push_back(std::move(sync));
-    }
-    models_.push_back(std::move(base));
+      register_model(model, options);
     return model;
   }
 
@@ -168,12 +155,7 @@ class PyTorchTrialContext {
   }
   template <std::derived_from<torch::optim::Optimizer> O>
   std::shared_ptr<O> wrap_optimizer(std::shared_ptr<O> optimizer, std::int64_t backward_passes_per_step = 1) {
-    if (backward_passes_per_step < 1)
-      throw InvalidExperimentException("dtl: wrap_optimizer: backward_passes_per_step must be >= 1");
-    OptimizerEntry e{optimizer, {}};
-    for (const auto& group : optimizer->param_groups())
-      for (const auto& p : group.params()) e.params.push_back(p);
-    optimizers_.push_back(std::move(e));
+    register_optimizer(optimizer, backward_passes_per_step);
     return optimizer;
   }
 
@@ -431,6 +413,13 @@ class PyTorchTrialContext {
       return std::shared_ptr<U>();
     }
   }
+
+  // What wrap_model and wrap_optimizer do past the type they keep: not templates, so a trial's
+  // translation unit instantiates none of it (the DDP setup, the parameter lists), and against
+  // libdtl compiles none of it either.
+  DTL_INLINE void register_model(std::shared_ptr<torch::nn::Module> base, const DataParallelOptions& options);
+  DTL_INLINE void register_optimizer(std::shared_ptr<torch::optim::Optimizer> optimizer,
+                                     std::int64_t backward_passes_per_step);
 
   [[nodiscard]] bool is_update_batch() const noexcept { return (batch_idx_ + 1) % s_.aggregation_frequency == 0; }
 

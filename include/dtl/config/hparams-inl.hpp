@@ -103,6 +103,19 @@ DTL_INLINE void throw_hparam_type(std::string_view name, const nlohmann::json& v
   throw ConfigError(message);
 }
 
+DTL_INLINE double hparam_double(const nlohmann::json& value, std::string_view name) {
+  return hparam_convert_any<double>(value, name);
+}
+DTL_INLINE std::int64_t hparam_int64(const nlohmann::json& value, std::string_view name) {
+  return hparam_convert_any<std::int64_t>(value, name);
+}
+DTL_INLINE bool hparam_bool(const nlohmann::json& value, std::string_view name) {
+  return hparam_convert_any<bool>(value, name);
+}
+DTL_INLINE std::string hparam_string(const nlohmann::json& value, std::string_view name) {
+  return hparam_convert_any<std::string>(value, name);
+}
+
 DTL_INLINE nlohmann::json merge_hparams_into(nlohmann::json base, nlohmann::json override_value) {
   if (!base.is_object() || !override_value.is_object()) return override_value;
   for (auto& [key, value] : override_value.items()) {
