@@ -21,6 +21,7 @@
 #include <dtl/config/hparams-inl.hpp>
 #include <dtl/detail/file_io-inl.hpp>
 #include <dtl/context-inl.hpp>
+#include <dtl/custom_reducers-inl.hpp>
 #include <dtl/distributed/data_parallel-inl.hpp>
 #include <dtl/distributed/distributed_context-inl.hpp>
 #include <dtl/distributed/metric_reduction-inl.hpp>
@@ -40,4 +41,5 @@
 #include <dtl/profiler-inl.hpp>
 #include <dtl/samplers/sampler_state_json-inl.hpp>
 #include <dtl/trainer/checkpoint_session-inl.hpp>
+#include <dtl/trainer/schedule-inl.hpp>
 #include <dtl/trainer/validation_bookkeeping-inl.hpp>

@@ -5,6 +5,7 @@
 #define DTL_TRAINER_SCHEDULE_HPP
 
 #include <dtl/detail/abi.hpp>
+#include <dtl/detail/compiled_lib.hpp>
 
 #include <dtl/builtin_reducers.hpp>
 #include <dtl/checkpoint/checkpoint.hpp>
@@ -78,20 +79,15 @@ struct PhaseTimes {
 
   /// The report's `timings` (with the gradient all-reduce's wait on several processes), and a
   /// fresh count.
-  MetricsJson take(std::optional<Clock::duration> allreduce_wait) {
-    auto s = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
-    MetricsJson t = {{"data_wait_seconds", s(data_wait)},
-                     {"train_step_seconds", s(train_step)},
-                     {"validation_seconds", s(validation)},
-                     {"checkpoint_seconds", s(checkpoint)}};
-    if (allreduce_wait) t["allreduce_wait_seconds"] = s(*allreduce_wait);
-    *this = {};
-    return t;
-  }
+  DTL_INLINE MetricsJson take(std::optional<Clock::duration> allreduce_wait);
 };
 
 }  // namespace detail
 }  // namespace DTL_ABI
 }  // namespace dtl
+
+#ifndef DTL_COMPILED_LIB
+#include <dtl/trainer/schedule-inl.hpp>
+#endif
 
 #endif  // DTL_TRAINER_SCHEDULE_HPP
