@@ -103,18 +103,13 @@ DTL_INLINE void throw_hparam_type(std::string_view name, const nlohmann::json& v
   throw ConfigError(message);
 }
 
-DTL_INLINE double hparam_double(const nlohmann::json& value, std::string_view name) {
-  return hparam_convert_any<double>(value, name);
-}
-DTL_INLINE std::int64_t hparam_int64(const nlohmann::json& value, std::string_view name) {
-  return hparam_convert_any<std::int64_t>(value, name);
-}
-DTL_INLINE bool hparam_bool(const nlohmann::json& value, std::string_view name) {
-  return hparam_convert_any<bool>(value, name);
-}
-DTL_INLINE std::string hparam_string(const nlohmann::json& value, std::string_view name) {
-  return hparam_convert_any<std::string>(value, name);
-}
+#ifdef DTL_COMPILED_LIB
+// What hparams.hpp declares `extern template` against libdtl.
+template double hparam_convert<double>(const nlohmann::json&, std::string_view);
+template std::int64_t hparam_convert<std::int64_t>(const nlohmann::json&, std::string_view);
+template bool hparam_convert<bool>(const nlohmann::json&, std::string_view);
+template std::string hparam_convert<std::string>(const nlohmann::json&, std::string_view);
+#endif
 
 DTL_INLINE nlohmann::json merge_hparams_into(nlohmann::json base, nlohmann::json override_value) {
   if (!base.is_object() || !override_value.is_object()) return override_value;

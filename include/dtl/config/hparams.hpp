@@ -92,35 +92,10 @@ T hparam_integer(const nlohmann::json& value, std::string_view name) {
                     ", " + std::to_string(std::numeric_limits<T>::max()) + "]; choose a value in range");
 }
 
-/// hparam_convert's conversion for any T (the four below are compiled once instead).
-template <class T>
-T hparam_convert_any(const nlohmann::json& value, std::string_view name);
-
-/// The common cases of hparam_convert, not templates: a trial's translation unit then
-/// instantiates none of nlohmann's conversions for them (against libdtl, compiled there).
-DTL_INLINE double hparam_double(const nlohmann::json& value, std::string_view name);
-DTL_INLINE std::int64_t hparam_int64(const nlohmann::json& value, std::string_view name);
-DTL_INLINE bool hparam_bool(const nlohmann::json& value, std::string_view name);
-DTL_INLINE std::string hparam_string(const nlohmann::json& value, std::string_view name);
-
 /// Converts one hyperparameter value to T; `name` is how errors refer to it ("sizes[2]" for an
 /// element of a list).
 template <class T>
 T hparam_convert(const nlohmann::json& value, std::string_view name) {
-  if constexpr (std::is_same_v<T, double>)
-    return hparam_double(value, name);
-  else if constexpr (std::is_same_v<T, std::int64_t>)
-    return hparam_int64(value, name);
-  else if constexpr (std::is_same_v<T, bool>)
-    return hparam_bool(value, name);
-  else if constexpr (std::is_same_v<T, std::string>)
-    return hparam_string(value, name);
-  else
-    return hparam_convert_any<T>(value, name);
-}
-
-template <class T>
-T hparam_convert_any(const nlohmann::json& value, std::string_view name) {
   if constexpr (std::is_same_v<T, nlohmann::json>) {
     return value;
   } else if constexpr (std::is_same_v<T, bool>) {
@@ -147,6 +122,15 @@ T hparam_convert_any(const nlohmann::json& value, std::string_view name) {
     static_assert(dependent_false<T>, DTL_DIAG_HPARAM_TYPE);
   }
 }
+
+#ifdef DTL_COMPILED_LIB
+// The common conversions are instantiated once, in libdtl (config/hparams-inl.hpp): a trial's
+// translation unit then instantiates none of nlohmann's conversions for them.
+extern template double hparam_convert<double>(const nlohmann::json&, std::string_view);
+extern template std::int64_t hparam_convert<std::int64_t>(const nlohmann::json&, std::string_view);
+extern template bool hparam_convert<bool>(const nlohmann::json&, std::string_view);
+extern template std::string hparam_convert<std::string>(const nlohmann::json&, std::string_view);
+#endif
 
 /// Reads hyperparameter `name` (dotted names reach into nested mappings) as a T: bool, any
 /// integer type, any floating-point type, std::string, nlohmann::json or std::vector<T>.
