@@ -49,12 +49,11 @@ namespace detail {
 
 template <IndexNode U>
 class batch_node : public stage_base<U, U::traits.with_batch()> {
-  using base = stage_base<U, U::traits.with_batch()>;
-  using base::inner_;
+  using batch_node::stage_base::inner_;
 
  public:
   batch_node(U inner, samplers::batch_stage stage)
-      : base(std::move(inner)), size_(stage.size), drop_last_(stage.drop_last), buffer_(allocate()) {}
+      : batch_node::stage_base(std::move(inner)), size_(stage.size), drop_last_(stage.drop_last), buffer_(allocate()) {}
 
   [[nodiscard]] std::int64_t size() const { return batches_in(inner_.size()); }
   [[nodiscard]] std::int64_t chief_size() const { return batches_in(inner_.chief_size()); }

@@ -43,26 +43,19 @@ struct stage_traits {
     ++t.shuffle_count;
     return t;
   }
-  [[nodiscard]] constexpr stage_traits with_repeat() const noexcept {
-    auto t = *this;
-    t.has_repeat = true;
-    return t;
-  }
-  [[nodiscard]] constexpr stage_traits with_shard() const noexcept {
-    auto t = *this;
-    t.has_shard = true;
-    return t;
-  }
+  [[nodiscard]] constexpr stage_traits with_repeat() const noexcept { return with(&stage_traits::has_repeat); }
+  [[nodiscard]] constexpr stage_traits with_shard() const noexcept { return with(&stage_traits::has_shard); }
   /// batch() is also what turns single indices into batches.
   [[nodiscard]] constexpr stage_traits with_batch() const noexcept {
-    auto t = *this;
-    t.has_batch = true;
+    auto t = with(&stage_traits::has_batch);
     t.batched = true;
     return t;
   }
-  [[nodiscard]] constexpr stage_traits with_skip() const noexcept {
+  [[nodiscard]] constexpr stage_traits with_skip() const noexcept { return with(&stage_traits::has_skip); }
+  /// A copy with one more `has_...` flag set.
+  [[nodiscard]] constexpr stage_traits with(bool stage_traits::*flag) const noexcept {
     auto t = *this;
-    t.has_skip = true;
+    t.*flag = true;
     return t;
   }
 
@@ -144,7 +137,10 @@ void replay_to(Node& node, std::int64_t p, const char* past_what) {
 
 /// What a stage passes through to the stage it wraps unless it says otherwise (the idea of
 /// range-v3's adaptor_base): a stage derives from stage_base<the stage below, its traits> and
-/// states only what differs; a member it declares hides the base's. No virtual calls.
+/// states only what differs; a member it declares hides the base's. No virtual calls. A node names
+/// the base's members through itself (`using skip_node::stage_base::inner_;`, `skip_node::stage_base(...)`
+/// in its constructor) and its item type as `typename U::value_type`, which node_flags also gives
+/// its users.
 template <SamplerNode U, stage_traits Traits>
 class stage_base : public node_flags<Traits> {
  public:

@@ -41,13 +41,10 @@ namespace detail {
 
 template <SamplerNode U>
 class repeat_node : public stage_base<U, U::traits.with_repeat()> {
-  using base = stage_base<U, U::traits.with_repeat()>;
-  using base::inner_;
+  using repeat_node::stage_base::inner_;
 
  public:
-  using value_type = typename U::value_type;
-
-  repeat_node(U inner, samplers::repeat_stage /*stage*/) : base(std::move(inner)) {}
+  repeat_node(U inner, samplers::repeat_stage /*stage*/) : repeat_node::stage_base(std::move(inner)) {}
 
   [[nodiscard]] std::int64_t position() const noexcept { return pos_; }
 
@@ -57,7 +54,7 @@ class repeat_node : public stage_base<U, U::traits.with_repeat()> {
     pos_ = 0;
   }
 
-  bool next(value_type& out) {
+  bool next(typename U::value_type& out) {
     if (!inner_.next(out)) {
       begin_epoch();
       if (!inner_.next(out)) throw_empty();  // a source whose size() promised items it lacks

@@ -50,13 +50,10 @@ namespace detail {
 
 template <SamplerNode U>
 class shard_node : public stage_base<U, U::traits.with_shard()> {
-  using base = stage_base<U, U::traits.with_shard()>;
-  using base::inner_;
+  using shard_node::stage_base::inner_;
 
  public:
-  using value_type = typename U::value_type;
-
-  shard_node(U inner, samplers::shard_stage stage) : base(std::move(inner)), rank_(stage.rank), world_(stage.world) {}
+  shard_node(U inner, samplers::shard_stage stage) : shard_node::stage_base(std::move(inner)), rank_(stage.rank), world_(stage.world) {}
 
   [[nodiscard]] std::int64_t size() const { return share(inner_.size(), rank_); }
   [[nodiscard]] std::int64_t chief_size() const { return share(inner_.chief_size(), 0); }
@@ -67,7 +64,7 @@ class shard_node : public stage_base<U, U::traits.with_shard()> {
     read_ = 0;
   }
 
-  bool next(value_type& out) {
+  bool next(typename U::value_type& out) {
     const std::int64_t gap = gap_to_mine();
     if (gap != 0) {
       const std::int64_t dropped = inner_.advance(gap);

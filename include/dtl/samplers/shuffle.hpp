@@ -49,14 +49,11 @@ namespace detail {
 
 template <SamplerNode U>
 class shuffle_node : public stage_base<U, U::traits.with_shuffle()> {
-  using base = stage_base<U, U::traits.with_shuffle()>;
-  using base::inner_;
+  using shuffle_node::stage_base::inner_;
 
  public:
-  using value_type = typename U::value_type;
-
   shuffle_node(U inner, samplers::shuffle_stage stage)
-      : base(std::move(inner)), rng_(stage.seed), epoch_start_(rng_.state()), enabled_(stage.enabled) {}
+      : shuffle_node::stage_base(std::move(inner)), rng_(stage.seed), epoch_start_(rng_.state()), enabled_(stage.enabled) {}
 
   [[nodiscard]] std::int64_t position() const { return enabled_ ? pos_ : inner_.position(); }
 
@@ -86,7 +83,7 @@ class shuffle_node : public stage_base<U, U::traits.with_shuffle()> {
     pos_ = 0;
   }
 
-  bool next(value_type& out) {
+  bool next(typename U::value_type& out) {
     if (!enabled_) return inner_.next(out);
     if (pos_ >= count()) return false;
     const auto at = static_cast<std::size_t>(pos_++);

@@ -46,13 +46,10 @@ namespace detail {
 
 template <SamplerNode U>
 class skip_node : public stage_base<U, U::traits.with_skip()> {
-  using base = stage_base<U, U::traits.with_skip()>;
-  using base::inner_;
+  using skip_node::stage_base::inner_;
 
  public:
-  using value_type = typename U::value_type;
-
-  skip_node(U inner, samplers::skip_stage stage) : base(std::move(inner)), count_(stage.count) {}
+  skip_node(U inner, samplers::skip_stage stage) : skip_node::stage_base(std::move(inner)), count_(stage.count) {}
 
   [[nodiscard]] std::int64_t position() const noexcept { return pos_; }
 
@@ -60,7 +57,7 @@ class skip_node : public stage_base<U, U::traits.with_skip()> {
     inner_.start();
     pos_ = inner_.advance(count_);
   }
-  bool next(value_type& out) {
+  bool next(typename U::value_type& out) {
     if (!inner_.next(out)) return false;
     ++pos_;
     return true;
