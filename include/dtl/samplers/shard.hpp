@@ -53,7 +53,8 @@ class shard_node : public stage_base<U, U::traits.with_shard()> {
   using shard_node::stage_base::inner_;
 
  public:
-  shard_node(U inner, samplers::shard_stage stage) : shard_node::stage_base(std::move(inner)), rank_(stage.rank), world_(stage.world) {}
+  shard_node(U inner, samplers::shard_stage stage)
+      : shard_node::stage_base(std::move(inner)), rank_(stage.rank), world_(stage.world) {}
 
   [[nodiscard]] std::int64_t size() const { return share(inner_.size(), rank_); }
   [[nodiscard]] std::int64_t chief_size() const { return share(inner_.chief_size(), 0); }

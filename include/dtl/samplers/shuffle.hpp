@@ -53,7 +53,10 @@ class shuffle_node : public stage_base<U, U::traits.with_shuffle()> {
 
  public:
   shuffle_node(U inner, samplers::shuffle_stage stage)
-      : shuffle_node::stage_base(std::move(inner)), rng_(stage.seed), epoch_start_(rng_.state()), enabled_(stage.enabled) {}
+      : shuffle_node::stage_base(std::move(inner)),
+        rng_(stage.seed),
+        epoch_start_(rng_.state()),
+        enabled_(stage.enabled) {}
 
   [[nodiscard]] std::int64_t position() const { return enabled_ ? pos_ : inner_.position(); }
 
