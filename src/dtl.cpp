@@ -35,6 +35,7 @@
 #include <dtl/lr/cosine-inl.hpp>
 #include <dtl/lr/cyclic-inl.hpp>
 #include <dtl/lr/decay-inl.hpp>
+#include <dtl/lr/param_group_keys-inl.hpp>
 #include <dtl/lr/swa-inl.hpp>
 #include <dtl/optim/python_optimizers-inl.hpp>
 #include <dtl/optim/torch_optim-inl.hpp>

@@ -10,6 +10,8 @@ namespace dtl {
 inline namespace DTL_ABI {
 namespace detail {
 
+DTL_INLINE MetricsJson empty_metrics() { return MetricsJson::object(); }
+
 DTL_INLINE nlohmann::ordered_json doubles_to_json(const double*& p, c10::IntArrayRef sizes) {
   if (sizes.empty()) return *p++;
   nlohmann::ordered_json arr = nlohmann::ordered_json::array();
@@ -226,6 +228,10 @@ DTL_INLINE torch::Tensor MetricCollector::stacked(std::size_t i) const {
 
 namespace dtl {
 inline namespace DTL_ABI {
+
+DTL_INLINE BatchMetrics::BatchMetrics(const detail::MetricCollector& c) : c_(&c) {}
+
+DTL_INLINE BatchMetrics::BatchMetrics(std::vector<MetricsJson> values) : c_(nullptr), json_(std::move(values)) {}
 
 DTL_INLINE std::size_t BatchMetrics::size() const noexcept {
   return c_ ? static_cast<std::size_t>(c_->batches()) : json_->size();

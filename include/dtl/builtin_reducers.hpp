@@ -46,6 +46,10 @@ DTL_INLINE nlohmann::ordered_json doubles_to_json(const double*& p, c10::IntArra
 /// A tensor as a number (0-d) or nested arrays, with one conversion to host doubles.
 DTL_INLINE nlohmann::ordered_json tensor_to_json(const torch::Tensor& t);
 
+/// `{}`, built where the library is (an ordered_json built inline instantiates its constructors
+/// in every translation unit that includes this header).
+DTL_INLINE MetricsJson empty_metrics();
+
 /// One rank's reduced value of one metric and how many batches it saw.
 struct SlotValue {
   double value = 0.0;
@@ -119,9 +123,9 @@ class MetricCollector {
 /// rest of the report. Valid during the hook that receives it; copy `get()` to keep it.
 class BatchMetrics {
  public:
-  explicit BatchMetrics(const detail::MetricCollector& c) : c_(&c) {}
+  DTL_INLINE explicit BatchMetrics(const detail::MetricCollector& c);
   /// Values already built (the cross-rank averages of a distributed workload).
-  explicit BatchMetrics(std::vector<MetricsJson> values) : c_(nullptr), json_(std::move(values)) {}
+  DTL_INLINE explicit BatchMetrics(std::vector<MetricsJson> values);
   [[nodiscard]] DTL_INLINE const std::vector<MetricsJson>& get() const;
   [[nodiscard]] DTL_INLINE std::size_t size() const noexcept;
   [[nodiscard]] bool empty() const noexcept { return size() == 0; }
@@ -138,7 +142,7 @@ class BatchMetrics {
 /// metric (element-wise, so a vector metric stays a vector), plus the per-batch values — as
 /// columns of doubles for scalar metrics (what TensorBoard writes) and, lazily, as JSON.
 struct TrainingReport {
-  MetricsJson avg_metrics = MetricsJson::object();
+  MetricsJson avg_metrics = detail::empty_metrics();
   std::vector<std::string_view> column_names;  ///< scalar metrics, in key order
   std::vector<std::vector<double>> columns;    ///< one value per batch, for each of column_names
   BatchMetrics batch_metrics;

@@ -11,6 +11,8 @@
 
 #include <dtl/detail/abi.hpp>
 
+#include <dtl/detail/compiled_lib.hpp>
+
 #include <cstddef>
 #include <functional>
 #include <map>
@@ -38,41 +40,20 @@ inline constexpr const char* kSchedulerGroupKeys[] = {"initial_lr",   "max_lr", 
 /// address was reused, so a new optimizer never inherits an old one's keys.
 class ParamGroupKeyTable {
  public:
-  static ParamGroupKeyTable& instance() {
-    static ParamGroupKeyTable table;
-    return table;
-  }
+  DTL_INLINE static ParamGroupKeyTable& instance();
 
   /// Python's `group.setdefault(key, value)`; returns the value in effect.
-  double setdefault(const std::shared_ptr<torch::optim::Optimizer>& opt, std::size_t group, std::string_view key,
-                    double value) {
-    std::lock_guard lock(mu_);
-    auto& g = groups_of(opt).at(group);
-    auto it = g.find(key);
-    if (it == g.end()) it = g.emplace(std::string(key), value).first;
-    return it->second;
-  }
+  DTL_INLINE double setdefault(const std::shared_ptr<torch::optim::Optimizer>& opt, std::size_t group,
+                               std::string_view key, double value);
 
-  void set(const std::shared_ptr<torch::optim::Optimizer>& opt, std::size_t group, std::string_view key, double value) {
-    std::lock_guard lock(mu_);
-    groups_of(opt).at(group).insert_or_assign(std::string(key), value);
-  }
+  DTL_INLINE void set(const std::shared_ptr<torch::optim::Optimizer>& opt, std::size_t group, std::string_view key,
+                      double value);
 
-  [[nodiscard]] std::optional<double> get(const torch::optim::Optimizer& opt, std::size_t group, std::string_view key) {
-    std::lock_guard lock(mu_);
-    const auto* gs = find(opt);
-    if (gs == nullptr || group >= gs->size()) return std::nullopt;
-    const auto& g = (*gs)[group];
-    if (auto it = g.find(key); it != g.end()) return it->second;
-    return std::nullopt;
-  }
+  [[nodiscard]] DTL_INLINE std::optional<double> get(const torch::optim::Optimizer& opt, std::size_t group,
+                                                     std::string_view key);
 
   /// A copy of every group's keys (empty when no scheduler touched this optimizer).
-  [[nodiscard]] std::vector<GroupKeys> snapshot(const torch::optim::Optimizer& opt) {
-    std::lock_guard lock(mu_);
-    const auto* gs = find(opt);
-    return gs != nullptr ? *gs : std::vector<GroupKeys>{};
-  }
+  [[nodiscard]] DTL_INLINE std::vector<GroupKeys> snapshot(const torch::optim::Optimizer& opt);
 
  private:
   struct Entry {
@@ -80,23 +61,8 @@ class ParamGroupKeyTable {
     std::vector<GroupKeys> groups;
   };
 
-  std::vector<GroupKeys>* find(const torch::optim::Optimizer& opt) {
-    auto it = table_.find(&opt);
-    if (it == table_.end()) return nullptr;
-    if (it->second.owner.expired()) {
-      table_.erase(it);
-      return nullptr;
-    }
-    return &it->second.groups;
-  }
-
-  std::vector<GroupKeys>& groups_of(const std::shared_ptr<torch::optim::Optimizer>& opt) {
-    std::erase_if(table_, [](const auto& e) { return e.second.owner.expired(); });
-    auto& e = table_[opt.get()];
-    e.owner = opt;
-    e.groups.resize(opt->param_groups().size());
-    return e.groups;
-  }
+  DTL_INLINE std::vector<GroupKeys>* find(const torch::optim::Optimizer& opt);
+  DTL_INLINE std::vector<GroupKeys>& groups_of(const std::shared_ptr<torch::optim::Optimizer>& opt);
 
   std::mutex mu_;
   std::map<const torch::optim::Optimizer*, Entry> table_;
@@ -108,5 +74,9 @@ inline ParamGroupKeyTable& param_group_keys() { return ParamGroupKeyTable::insta
 }  // namespace lr
 }  // namespace DTL_ABI
 }  // namespace dtl
+
+#ifndef DTL_COMPILED_LIB
+#include <dtl/lr/param_group_keys-inl.hpp>
+#endif
 
 #endif  // DTL_LR_PARAM_GROUP_KEYS_HPP

@@ -18,6 +18,15 @@ namespace dtl {
 inline namespace DTL_ABI {
 namespace optim {
 
+// Out of line, so that a trial's translation unit does not instantiate the options' virtual
+// functions (clone and the rest) wherever it includes this header.
+DTL_INLINE AdadeltaOptions::AdadeltaOptions(double lr) : lr_(lr) {}
+DTL_INLINE AdamaxOptions::AdamaxOptions(double lr) : lr_(lr) {}
+DTL_INLINE NAdamOptions::NAdamOptions(double lr) : lr_(lr) {}
+DTL_INLINE RAdamOptions::RAdamOptions(double lr) : lr_(lr) {}
+DTL_INLINE ASGDOptions::ASGDOptions(double lr) : lr_(lr) {}
+DTL_INLINE RpropOptions::RpropOptions(double lr) : lr_(lr) {}
+
 namespace impl {
 
 /// torch.optim's constructor checks, as its ValueError messages word them.

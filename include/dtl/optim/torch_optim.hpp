@@ -24,7 +24,7 @@ namespace optim {
 
 /// torch.optim.Adadelta(lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, maximize=False).
 struct AdadeltaOptions : torch::optim::OptimizerCloneableOptions<AdadeltaOptions> {
-  AdadeltaOptions(double lr = 1.0) : lr_(lr) {}  // NOLINT(google-explicit-constructor): LibTorch's style
+  DTL_INLINE AdadeltaOptions(double lr = 1.0);  // NOLINT(google-explicit-constructor): LibTorch's style
   TORCH_ARG(double, lr);
   TORCH_ARG(double, rho) = 0.9;
   TORCH_ARG(double, eps) = 1e-6;
@@ -51,7 +51,7 @@ class Adadelta : public PythonOptimizer<Adadelta, AdadeltaOptions, AdadeltaParam
 
 /// torch.optim.Adamax(lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, maximize=False).
 struct AdamaxOptions : torch::optim::OptimizerCloneableOptions<AdamaxOptions> {
-  AdamaxOptions(double lr = 2e-3) : lr_(lr) {}  // NOLINT(google-explicit-constructor)
+  DTL_INLINE AdamaxOptions(double lr = 2e-3);  // NOLINT(google-explicit-constructor)
   TORCH_ARG(double, lr);
   using betas_t = std::tuple<double, double>;
   TORCH_ARG(betas_t, betas) = std::make_tuple(0.9, 0.999);
@@ -80,7 +80,7 @@ class Adamax : public PythonOptimizer<Adamax, AdamaxOptions, AdamaxParamState> {
 /// torch.optim.NAdam(lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
 /// decoupled_weight_decay=False, maximize=False).
 struct NAdamOptions : torch::optim::OptimizerCloneableOptions<NAdamOptions> {
-  NAdamOptions(double lr = 2e-3) : lr_(lr) {}  // NOLINT(google-explicit-constructor)
+  DTL_INLINE NAdamOptions(double lr = 2e-3);  // NOLINT(google-explicit-constructor)
   TORCH_ARG(double, lr);
   using betas_t = std::tuple<double, double>;
   TORCH_ARG(betas_t, betas) = std::make_tuple(0.9, 0.999);
@@ -112,7 +112,7 @@ class NAdam : public PythonOptimizer<NAdam, NAdamOptions, NAdamParamState> {
 /// torch.optim.RAdam(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
 /// decoupled_weight_decay=False, maximize=False).
 struct RAdamOptions : torch::optim::OptimizerCloneableOptions<RAdamOptions> {
-  RAdamOptions(double lr = 1e-3) : lr_(lr) {}  // NOLINT(google-explicit-constructor)
+  DTL_INLINE RAdamOptions(double lr = 1e-3);  // NOLINT(google-explicit-constructor)
   TORCH_ARG(double, lr);
   using betas_t = std::tuple<double, double>;
   TORCH_ARG(betas_t, betas) = std::make_tuple(0.9, 0.999);
@@ -141,7 +141,7 @@ class RAdam : public PythonOptimizer<RAdam, RAdamOptions, RAdamParamState> {
 
 /// torch.optim.ASGD(lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, maximize=False).
 struct ASGDOptions : torch::optim::OptimizerCloneableOptions<ASGDOptions> {
-  ASGDOptions(double lr = 1e-2) : lr_(lr) {}  // NOLINT(google-explicit-constructor)
+  DTL_INLINE ASGDOptions(double lr = 1e-2);  // NOLINT(google-explicit-constructor)
   TORCH_ARG(double, lr);
   TORCH_ARG(double, lambd) = 1e-4;
   TORCH_ARG(double, alpha) = 0.75;
@@ -170,7 +170,7 @@ class ASGD : public PythonOptimizer<ASGD, ASGDOptions, ASGDParamState> {
 
 /// torch.optim.Rprop(lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), maximize=False).
 struct RpropOptions : torch::optim::OptimizerCloneableOptions<RpropOptions> {
-  RpropOptions(double lr = 1e-2) : lr_(lr) {}  // NOLINT(google-explicit-constructor)
+  DTL_INLINE RpropOptions(double lr = 1e-2);  // NOLINT(google-explicit-constructor)
   TORCH_ARG(double, lr);
   using pair_t = std::tuple<double, double>;
   TORCH_ARG(pair_t, etas) = std::make_tuple(0.5, 1.2);  // (etaminus, etaplus)
