@@ -76,7 +76,9 @@ inline torch::Tensor dropout1d(const torch::Tensor& input, double p = 0.5, bool 
 }  // namespace functional
 
 namespace detail {
-/// The module around a functional: `p`, `inplace`, and the module's training flag.
+/// The module around a functional (`Derived::kFunctional`, named `Derived::kName`): `p`,
+/// `inplace`, and the module's training flag. `forward` lives here, as in LibTorch's
+/// BatchNormImplBase.
 template <class Derived>
 class DropoutNdImpl : public torch::nn::Cloneable<Derived> {
  public:
@@ -88,6 +90,9 @@ class DropoutNdImpl : public torch::nn::Cloneable<Derived> {
   void pretty_print(std::ostream& stream) const override {
     stream << Derived::kName << "(p=" << options.p() << ", inplace=" << std::boolalpha << options.inplace() << ")";
   }
+  torch::Tensor forward(const torch::Tensor& input) {
+    return Derived::kFunctional(input, options.p(), this->is_training(), options.inplace());
+  }
   torch::nn::DropoutOptions options;
 };
 }  // namespace detail
@@ -97,9 +102,7 @@ class Dropout2dImpl : public detail::DropoutNdImpl<Dropout2dImpl> {
  public:
   using DropoutNdImpl::DropoutNdImpl;
   static constexpr const char* kName = "dtl::nn::Dropout2d";
-  torch::Tensor forward(const torch::Tensor& input) {
-    return functional::dropout2d(input, options.p(), is_training(), options.inplace());
-  }
+  static constexpr auto kFunctional = &functional::dropout2d;
 };
 TORCH_MODULE(Dropout2d);
 
@@ -108,9 +111,7 @@ class Dropout1dImpl : public detail::DropoutNdImpl<Dropout1dImpl> {
  public:
   using DropoutNdImpl::DropoutNdImpl;
   static constexpr const char* kName = "dtl::nn::Dropout1d";
-  torch::Tensor forward(const torch::Tensor& input) {
-    return functional::dropout1d(input, options.p(), is_training(), options.inplace());
-  }
+  static constexpr auto kFunctional = &functional::dropout1d;
 };
 TORCH_MODULE(Dropout1d);
 
