@@ -73,6 +73,8 @@ COMPILE_FLAGS = ["-std=c++20", "-O2", "-D_GLIBCXX_USE_CXX11_ABI=1", "-DUSE_DISTR
 PCH_TRIAL = ROOT / "examples" / "onevar.cpp"
 # The same trial with its bodies in a file of their own: what an edit of train_batch recompiles.
 SPLIT_TRIAL = ROOT / "examples" / "onevar_split" / "onevar_trial.cpp"
+# The same bodies written against LibTorch alone: what any LibTorch translation unit pays at -O2.
+HAND_BODY = ROOT / "bench" / "onevar_libtorch_body.cpp"
 
 
 def wheel_includes(python):
@@ -127,7 +129,8 @@ def compile_time_rows(rounds, includes, log):
     """An empty main with <torch/torch.h> alone, with <dtl/trainer.hpp> header-only, and with it
     against libdtl (DTL_COMPILED_LIB: the headers declare, src/dtl.cpp defines); and a trial
     (PCH_TRIAL) rebuilt against libdtl with <dtl/pch.hpp> precompiled once, before the rounds, with
-    the same flags. Interleaved, the order rotating each round."""
+    the same flags; and the yardstick under them at -O2, the same bodies written against LibTorch
+    alone (HAND_BODY) from a precompiled <torch/torch.h>. Interleaved, the order rotating each round."""
     work = BUILD / "compile-time"
     work.mkdir(parents=True, exist_ok=True)
     torch_only = work / "torch_only.cpp"
@@ -152,19 +155,27 @@ def compile_time_rows(rounds, includes, log):
     pch0_build = compile_seconds(ROOT / "include" / "dtl" / "pch.hpp", includes, o0 + compiled_lib, output=gch0)
     log.write(f"== compile time: the precompiled <dtl/pch.hpp> at -O0 took {pch0_build:.1f} s\n")
     with_pch0 = o0 + compiled_lib + ("-Winvalid-pch", "-include", str(gch0.with_suffix("")))
+    # The yardstick's precompiled header: <torch/torch.h> alone, at -O2.
+    torch_header = work / "torch_pch.hpp"
+    torch_header.write_text("#include <torch/torch.h>\n")
+    torch_gch = work / "pch-torch" / "torch_pch.hpp.gch"
+    torch_gch.parent.mkdir(parents=True, exist_ok=True)
+    torch_pch_build = compile_seconds(torch_header, includes, output=torch_gch)
+    with_torch_pch = ("-Winvalid-pch", "-include", str(torch_gch.with_suffix("")))
     contenders = [(torch_only, ()), (trainer, ()), (trainer, compiled_lib), (PCH_TRIAL, with_pch),
-                  (SPLIT_TRIAL, with_pch), (torch_only, o0), (SPLIT_TRIAL, with_pch0)]
+                  (SPLIT_TRIAL, with_pch), (torch_only, o0), (SPLIT_TRIAL, with_pch0), (HAND_BODY, with_torch_pch)]
     times = [[] for _ in contenders]
     for r in range(rounds):
         for k in range(len(contenders)):
             i = (k + r) % len(contenders)
             times[i].append(compile_seconds(contenders[i][0], includes, contenders[i][1]))
     med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
-    base, header, compiled, trial, split, base0, split0 = (med(t) for t in times)
+    base, header, compiled, trial, split, base0, split0, hand = (med(t) for t in times)
     log.write(f"== compile time, {rounds} rounds: torch.h {times[0]} s, trainer.hpp {times[1]} s, "
               f"trainer.hpp with DTL_COMPILED_LIB {times[2]} s, {PCH_TRIAL.name} with the PCH {times[3]} s, "
               f"onevar_split/{SPLIT_TRIAL.name} with the PCH {times[4]} s; at -O0: torch.h {times[5]} s, "
-              f"onevar_split/{SPLIT_TRIAL.name} with the -O0 PCH {times[6]} s\n")
+              f"onevar_split/{SPLIT_TRIAL.name} with the -O0 PCH {times[6]} s; {HAND_BODY.name} with the "
+              f"precompiled torch.h (built in {torch_pch_build:.1f} s) {times[7]} s\n")
     rows = []
     for what, t in (("header-only", header), ("with libdtl (`DTL_COMPILED_LIB`)", compiled)):
         ratio = t / base
@@ -183,8 +194,16 @@ def compile_time_rows(rounds, includes, log):
     rows.append(f"| The same rebuild at -O0, the edit loop of a debug build (`examples/onevar_split/{SPLIT_TRIAL.name}` "
                 f"with `<dtl/pch.hpp>` precompiled at -O0, against libdtl) vs an empty `main` with `<torch/torch.h>` "
                 f"at -O0 (CPU s) | {split0:.1f} s | {base0:.1f} s | {ratio:.3f} | <= 0.5 | {'yes' if ratio <= 0.5 else '**no**'} |")
+    ratio = hand / base
+    rows.append(f"| The -O2 yardstick: the same bodies written against LibTorch alone (`bench/{HAND_BODY.name}`), "
+                f"from a precompiled `<torch/torch.h>`, vs an empty `main` with `<torch/torch.h>` (CPU s) | "
+                f"{hand:.1f} s | {base:.1f} s | {ratio:.3f} | — |  |")
+    ratio = split / hand
+    rows.append(f"| dtl's share of the -O2 rebuild: `examples/onevar_split/{SPLIT_TRIAL.name}` from `<dtl/pch.hpp>` "
+                f"against libdtl vs the same bodies by hand (`bench/{HAND_BODY.name}`) from `<torch/torch.h>` "
+                f"(CPU s) | {split:.1f} s | {hand:.1f} s | {ratio:.3f} | — |  |")
     return rows, (f"the precompiled `<dtl/pch.hpp>` took {pch_build:.1f} s once ({pch_mb:.0f} MB), "
-                  f"{pch0_build:.1f} s at -O0")
+                  f"{pch0_build:.1f} s at -O0; the precompiled `<torch/torch.h>` {torch_pch_build:.1f} s")
 
 
 def run_bench(name, args, pinned, python, log):
