@@ -176,32 +176,34 @@ def compile_time_rows(rounds, includes, log):
               f"onevar_split/{SPLIT_TRIAL.name} with the PCH {times[4]} s; at -O0: torch.h {times[5]} s, "
               f"onevar_split/{SPLIT_TRIAL.name} with the -O0 PCH {times[6]} s; {HAND_BODY.name} with the "
               f"precompiled torch.h (built in {torch_pch_build:.1f} s) {times[7]} s\n")
-    rows = []
-    for what, t in (("header-only", header), ("with libdtl (`DTL_COMPILED_LIB`)", compiled)):
-        ratio = t / base
-        rows.append(f"| Compile an empty `main` at -O2: `#include <dtl/trainer.hpp>` {what} vs `<torch/torch.h>` "
-                    f"alone (CPU s) | {t:.1f} s | {base:.1f} s | {ratio:.3f} | < 1.15 | {'yes' if ratio < 1.15 else '**no**'} |")
-    ratio = trial / base
-    rows.append(f"| Rebuild a trial at -O2 (`examples/{PCH_TRIAL.name}`) against libdtl with a precompiled "
-                f"`<dtl/pch.hpp>` vs an empty `main` with `<torch/torch.h>` (CPU s) | {trial:.1f} s | {base:.1f} s | "
-                f"{ratio:.3f} | <= 0.5 | {'yes' if ratio <= 0.5 else '**no**'} |")
-    ratio = split / base
-    rows.append(f"| Rebuild a trial at -O2 after an edit of `train_batch`, its bodies in a file of their own "
-                f"(`examples/onevar_split/{SPLIT_TRIAL.name}`), against libdtl with a precompiled `<dtl/pch.hpp>` "
-                f"vs an empty `main` with `<torch/torch.h>` (CPU s) | {split:.1f} s | {base:.1f} s | "
-                f"{ratio:.3f} | <= 0.5 | {'yes' if ratio <= 0.5 else '**no**'} |")
-    ratio = split0 / base0
-    rows.append(f"| The same rebuild at -O0, the edit loop of a debug build (`examples/onevar_split/{SPLIT_TRIAL.name}` "
-                f"with `<dtl/pch.hpp>` precompiled at -O0, against libdtl) vs an empty `main` with `<torch/torch.h>` "
-                f"at -O0 (CPU s) | {split0:.1f} s | {base0:.1f} s | {ratio:.3f} | <= 0.5 | {'yes' if ratio <= 0.5 else '**no**'} |")
-    ratio = hand / base
-    rows.append(f"| The -O2 yardstick: the same bodies written against LibTorch alone (`bench/{HAND_BODY.name}`), "
-                f"from a precompiled `<torch/torch.h>`, vs an empty `main` with `<torch/torch.h>` (CPU s) | "
-                f"{hand:.1f} s | {base:.1f} s | {ratio:.3f} | — |  |")
-    ratio = split / hand
-    rows.append(f"| dtl's share of the -O2 rebuild: `examples/onevar_split/{SPLIT_TRIAL.name}` from `<dtl/pch.hpp>` "
-                f"against libdtl vs the same bodies by hand (`bench/{HAND_BODY.name}`) from `<torch/torch.h>` "
-                f"(CPU s) | {split:.1f} s | {hand:.1f} s | {ratio:.3f} | — |  |")
+    def row(what, t, yardstick, target=None):
+        """One table row in CPU seconds; `target` ("< 1.15", "<= 0.5") bounds the ratio, None: no target."""
+        ratio = t / yardstick
+        met = ""
+        if target:
+            op, bound = target.split()
+            met = "yes" if (ratio < float(bound) if op == "<" else ratio <= float(bound)) else "**no**"
+        return f"| {what} (CPU s) | {t:.1f} s | {yardstick:.1f} s | {ratio:.3f} | {target or '—'} | {met} |"
+
+    torch_main = "an empty `main` with `<torch/torch.h>`"
+    split_name = f"`examples/onevar_split/{SPLIT_TRIAL.name}`"
+    hand_name = f"`bench/{HAND_BODY.name}`"
+    rows = [row(f"Compile an empty `main` at -O2: `#include <dtl/trainer.hpp>` {what} vs `<torch/torch.h>` alone",
+                t, base, "< 1.15")
+            for what, t in (("header-only", header), ("with libdtl (`DTL_COMPILED_LIB`)", compiled))]
+    rows += [
+        row(f"Rebuild a trial at -O2 (`examples/{PCH_TRIAL.name}`) against libdtl with a precompiled "
+            f"`<dtl/pch.hpp>` vs {torch_main}", trial, base, "<= 0.5"),
+        row(f"Rebuild a trial at -O2 after an edit of `train_batch`, its bodies in a file of their own "
+            f"({split_name}), against libdtl with a precompiled `<dtl/pch.hpp>` vs {torch_main}",
+            split, base, "<= 0.5"),
+        row(f"The same rebuild at -O0, the edit loop of a debug build ({split_name} with `<dtl/pch.hpp>` "
+            f"precompiled at -O0, against libdtl) vs {torch_main} at -O0", split0, base0, "<= 0.5"),
+        row(f"The -O2 yardstick: the same bodies written against LibTorch alone ({hand_name}), from a "
+            f"precompiled `<torch/torch.h>`, vs {torch_main}", hand, base),
+        row(f"dtl's share of the -O2 rebuild: {split_name} from `<dtl/pch.hpp>` against libdtl vs the same "
+            f"bodies by hand ({hand_name}) from `<torch/torch.h>`", split, hand),
+    ]
     return rows, (f"the precompiled `<dtl/pch.hpp>` took {pch_build:.1f} s once ({pch_mb:.0f} MB), "
                   f"{pch0_build:.1f} s at -O0; the precompiled `<torch/torch.h>` {torch_pch_build:.1f} s")
 
